@@ -1,0 +1,107 @@
+"""Check papermill parameters before any of them reaches TensorFlow.
+
+A bad value passed with `papermill -p` would otherwise surface many cells later as a long
+TensorFlow trace (or worse, run and give wrong numbers). Each notebook calls `validate`
+right after its `parameters` cell; the error names every bad parameter, the value given and
+what is allowed.
+
+    validate(
+        steps=(steps, integer(min=1)),
+        accelerator=(accelerator, one_of("auto", "tpu", "gpu", "cpu")),
+    )
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from helpers.errors import ParameterError
+
+
+@dataclass(frozen=True)
+class Rule:
+    """What a parameter may be: a test and the words that describe it."""
+
+    allowed: str  # "an integer from 1 to 64": completes "expected ..."
+    accepts: Callable[[Any], bool]
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _range_words(low: float | None, high: float | None) -> str:
+    if low is not None and high is not None:
+        return f" from {low} to {high}"
+    if low is not None:
+        return f" >= {low}"
+    if high is not None:
+        return f" <= {high}"
+    return ""
+
+
+def integer(min: int | None = None, max: int | None = None) -> Rule:
+    return Rule(
+        f"an integer{_range_words(min, max)}",
+        lambda v: _is_int(v) and (min is None or v >= min) and (max is None or v <= max),
+    )
+
+
+def number(min: float | None = None, max: float | None = None) -> Rule:
+    return Rule(
+        f"a number{_range_words(min, max)}",
+        lambda v: (
+            (_is_int(v) or isinstance(v, float))
+            and (min is None or v >= min)
+            and (max is None or v <= max)
+        ),
+    )
+
+
+def one_of(*choices: Any) -> Rule:
+    return Rule(f"one of {', '.join(map(repr, choices))}", lambda v: v in choices)
+
+
+def text(allow_empty: bool = True) -> Rule:
+    return Rule(
+        "a string" if allow_empty else "a non-empty string",
+        lambda v: isinstance(v, str) and (allow_empty or bool(v.strip())),
+    )
+
+
+def boolean() -> Rule:
+    return Rule("True or False", lambda v: isinstance(v, bool))
+
+
+def validate(**checks: tuple[Any, Rule]) -> None:
+    """Raise one ParameterError listing every parameter whose value breaks its rule."""
+    bad = {name: value for name, (value, rule) in checks.items() if not rule.accepts(value)}
+    if bad:
+        problems = [
+            f"  {name}={value!r} ({type(value).__name__}): expected {checks[name][1].allowed}"
+            for name, value in bad.items()
+        ]
+        raise ParameterError(
+            "Invalid notebook parameter(s):\n"
+            + "\n".join(problems)
+            + "\nFix the value in the parameters cell, or pass another with papermill, e.g. "
+            f"`papermill -p {next(iter(bad))} VALUE ...`."
+        )
+
+
+def per_replica_batch(global_batch: int, replicas: int, name: str = "global_batch") -> int:
+    """Split a global batch evenly across replicas, or say which parameter to change.
+
+    On a TPU every core must receive a batch of the same static shape, so the global batch
+    must be a multiple of the number of replicas (cores).
+    """
+    if replicas < 1 or global_batch % replicas:
+        lower = max(replicas, global_batch - global_batch % replicas)
+        raise ParameterError(
+            f"{name}={global_batch} does not divide across {replicas} replicas: each replica "
+            f"(TPU core) needs the same number of examples. Use a multiple of {replicas}, "
+            f"such as {lower} or {lower + replicas}."
+        )
+    return global_batch // replicas

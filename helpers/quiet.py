@@ -1,0 +1,53 @@
+"""Keep TensorFlow's start-up and deprecation noise out of what a reader sees.
+
+TensorFlow 2.15 prints CUDA factory-registration errors on import even on machines without a
+GPU, and TF1 APIs log a deprecation warning on nearly every call. None of it teaches, and it
+would land in the committed notebooks as stderr outputs. The C++ log level is read when
+TensorFlow is first imported, so call `quiet_logs()` before `import tensorflow`: it sets the
+level, then imports TensorFlow itself, because TensorFlow's Python logger resets itself to
+INFO on stdout in interactive sessions such as Jupyter when it is first used.
+
+Opt out with `quiet_logs(False)` or by setting TPU_MIGRATION_VERBOSE=1 before starting
+Jupyter; a TF_CPP_MIN_LOG_LEVEL that is already set is respected.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import warnings
+
+NOISY_MODULES = r"(tensorflow|tensorflow_estimator|keras|tf_keras|absl)(\.|$)"
+
+
+def verbose_requested() -> bool:
+    return os.environ.get("TPU_MIGRATION_VERBOSE", "").strip().lower() not in ("", "0", "false")
+
+
+def quiet_logs(enabled: bool | None = None) -> bool:
+    """Silence TensorFlow, absl and deprecation warnings; return whether it did."""
+    if enabled is None:
+        enabled = not verbose_requested()
+    if not enabled:
+        return False
+    if "tensorflow" in sys.modules and not os.environ.get("TF_CPP_MIN_LOG_LEVEL"):
+        warnings.warn(
+            "quiet_logs() was called after TensorFlow was imported: TensorFlow's C++ start-up "
+            "messages were already printed. Call it before `import tensorflow`.",
+            stacklevel=2,
+        )
+    # 3 hides C++ INFO, WARNING and ERROR lines; TF 2.15 logs harmless cuDNN/cuFFT/cuBLAS
+    # "Unable to register factory" errors on every import, even without a GPU.
+    if not os.environ.get("TF_CPP_MIN_LOG_LEVEL"):
+        os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    warnings.filterwarnings("ignore", module=NOISY_MODULES)
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
+    warnings.filterwarnings("ignore", category=FutureWarning)
+
+    import absl.logging
+    import tensorflow as tf
+
+    tf.get_logger().setLevel(logging.ERROR)  # creates it now, so the INFO reset happens first
+    absl.logging.set_verbosity(absl.logging.ERROR)
+    return True

@@ -1,0 +1,49 @@
+"""The papermill matrix: which parameters each notebook runs with, and which must fail how.
+
+Good cases must run to the end with the notebook's own assertions holding. Bad cases must
+stop with one readable error (no stack trace) whose message contains the given fragment.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Case:
+    notebook: str
+    parameters: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None  # exception class name expected, None for a passing run
+    message: str = ""  # fragment the error message must contain
+
+    @property
+    def id(self) -> str:
+        values = ",".join(f"{key}={value}" for key, value in self.parameters.items())
+        return f"{self.notebook.removesuffix('.ipynb')}[{values}]"
+
+
+CASES = [
+    Case("00_setup.ipynb", {"virtual_replicas": 1, "global_batch": 3}),
+    Case("00_setup.ipynb", {"virtual_replicas": 2, "global_batch": 4}),
+    Case("00_setup.ipynb", {"virtual_replicas": 8, "global_batch": 16, "seed": 7}),
+    Case(
+        "00_setup.ipynb",
+        {"virtual_replicas": 0},
+        "ParameterError",
+        "virtual_replicas=0 (int): expected an integer from 1 to 64",
+    ),
+    Case("00_setup.ipynb", {"accelerator": "quantum"}, "ParameterError", "accelerator='quantum'"),
+    Case(
+        "00_setup.ipynb",
+        {"global_batch": 12},
+        "ParameterError",
+        "global_batch=12 does not divide across 8 replicas",
+    ),
+    Case(
+        "00_setup.ipynb",
+        {"accelerator": "tpu"},
+        "RuntimeUnavailableError",
+        "accelerator='tpu' was requested but this machine has no TPU",
+    ),
+]

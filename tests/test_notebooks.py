@@ -1,0 +1,60 @@
+"""Run the notebooks with papermill under other parameters (the nbval run uses the defaults)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import pytest
+from notebook_cases import CASES, Case
+
+from tools.nbexec import execute
+from tools.project import NOTEBOOKS, notebook_paths
+
+pytestmark = pytest.mark.notebook
+
+
+def test_every_notebook_has_runs_on_1_2_and_8_replicas_and_a_bad_parameter():
+    replicas: dict[str, set[int]] = defaultdict(set)
+    bad: dict[str, int] = defaultdict(int)
+    for case in CASES:
+        if case.error is None:
+            replicas[case.notebook].add(case.parameters.get("virtual_replicas", 8))
+        else:
+            bad[case.notebook] += 1
+    for path in notebook_paths():
+        assert {1, 2, 8} <= replicas[path.name], path.name
+        assert bad[path.name] >= 1, path.name
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
+def test_papermill_run(case: Case, tmp_path):
+    outcome = execute(NOTEBOOKS / case.notebook, tmp_path / case.notebook, case.parameters)
+    if case.error is None:
+        assert outcome.passed, outcome.summary()
+        replicas = case.parameters.get("virtual_replicas", 8)
+        assert f"with {replicas} replica" in outcome.runtime_line
+        return
+    unexpected = outcome.unexpected_errors
+    assert len(unexpected) == 1, outcome.summary()
+    error = unexpected[0]
+    assert error.ename == case.error
+    assert case.message in error.evalue
+
+
+def test_bad_parameter_errors_render_as_one_line_not_a_stack_trace(tmp_path):
+    import nbformat
+
+    output = tmp_path / "bad.ipynb"
+    execute(NOTEBOOKS / "00_setup.ipynb", output, {"virtual_replicas": "eight"})
+    nb = nbformat.read(output, as_version=4)
+    errors = [
+        out for cell in nb.cells for out in cell.get("outputs", []) if out.output_type == "error"
+    ]
+    bad = [out for out in errors if out.ename == "ParameterError"]
+    assert len(bad) == 1
+    assert bad[0].traceback == [
+        "ParameterError: Invalid notebook parameter(s):\n"
+        "  virtual_replicas='eight' (str): expected an integer from 1 to 64\n"
+        "Fix the value in the parameters cell, or pass another with papermill, e.g. "
+        "`papermill -p virtual_replicas VALUE ...`."
+    ]

@@ -1,0 +1,67 @@
+"""Parameter validation: every rule, and messages that name parameter, value and rule."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import params
+from helpers.errors import ParameterError
+
+
+@pytest.mark.parametrize(
+    ("rule", "good", "bad"),
+    [
+        (params.integer(min=1, max=64), [1, 8, 64], [0, 65, 8.0, "8", True, None]),
+        (params.integer(min=0), [0, 10**9], [-1]),
+        (params.number(min=0.0, max=1.0), [0, 0.5, 1], [-0.1, 1.5, "0.5", False]),
+        (params.one_of("auto", "tpu"), ["auto", "tpu"], ["AUTO", "", None]),
+        (params.text(), ["", "x"], [None, 3]),
+        (params.text(allow_empty=False), ["x"], ["", "   "]),
+        (params.boolean(), [True, False], [1, 0, "True"]),
+    ],
+)
+def test_rules_accept_and_reject(rule, good, bad):
+    assert all(rule.accepts(value) for value in good)
+    assert not any(rule.accepts(value) for value in bad)
+
+
+def test_valid_parameters_pass_silently():
+    params.validate(steps=(10, params.integer(min=1)), mode=("auto", params.one_of("auto")))
+
+
+def test_error_names_each_bad_parameter_its_value_type_and_what_is_allowed():
+    with pytest.raises(ParameterError) as raised:
+        params.validate(
+            virtual_replicas=(0, params.integer(min=1, max=64)),
+            accelerator=("auto", params.one_of("auto", "tpu")),
+            seed=("42", params.integer(min=0)),
+        )
+    message = str(raised.value)
+    assert "virtual_replicas=0 (int): expected an integer from 1 to 64" in message
+    assert "seed='42' (str): expected an integer >= 0" in message
+    assert "accelerator" not in message
+    assert "papermill -p virtual_replicas VALUE" in message
+    assert isinstance(raised.value, ValueError)
+
+
+def test_bool_is_not_accepted_as_an_integer():
+    with pytest.raises(ParameterError, match=r"steps=True \(bool\)"):
+        params.validate(steps=(True, params.integer(min=1)))
+
+
+@pytest.mark.parametrize(("batch", "replicas", "per_replica"), [(8, 8, 1), (64, 8, 8), (3, 1, 3)])
+def test_per_replica_batch(batch, replicas, per_replica):
+    assert params.per_replica_batch(batch, replicas) == per_replica
+
+
+def test_batch_that_does_not_divide_names_the_parameter_and_suggests_multiples():
+    with pytest.raises(ParameterError) as raised:
+        params.per_replica_batch(12, 8, name="train_batch_size")
+    message = str(raised.value)
+    assert message.startswith("train_batch_size=12 does not divide across 8 replicas")
+    assert "such as 8 or 16" in message
+
+
+def test_batch_smaller_than_the_replica_count_suggests_the_count():
+    with pytest.raises(ParameterError, match="such as 8 or 16"):
+        params.per_replica_batch(4, 8)

@@ -1,0 +1,1 @@
+"""Maintainer tools: run, record and check the notebooks (not imported by notebooks)."""

@@ -1,0 +1,36 @@
+"""Project settings read from pyproject.toml, and what is derived from them."""
+
+from __future__ import annotations
+
+import tomllib
+from functools import cache
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+
+
+@cache
+def settings() -> dict[str, str]:
+    with open(ROOT / "pyproject.toml", "rb") as file:
+        return tomllib.load(file)["tool"]["tpu_migration"]
+
+
+def repository() -> str:
+    return settings()["repository"]
+
+
+def branch() -> str:
+    return settings()["branch"]
+
+
+def colab_url(notebook_name: str, slug: str | None = None) -> str:
+    """The Open-in-Colab address of a notebook in the configured repository."""
+    return (
+        f"https://colab.research.google.com/github/{slug or repository()}/blob/"
+        f"{branch()}/notebooks/{notebook_name}"
+    )
+
+
+def notebook_paths() -> list[Path]:
+    return sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))

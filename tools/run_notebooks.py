@@ -1,0 +1,40 @@
+"""`make run`: execute every notebook with papermill into a build folder and summarise.
+
+Each notebook runs with its own default parameters in a fresh kernel, in its own working
+folder, so files a notebook writes (checkpoints, exported models) land in the build folder.
+Every notebook runs even when an earlier one fails; the exit status says whether all passed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from tools.nbexec import execute
+from tools.project import ROOT, notebook_paths
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "build" / "run")
+    parser.add_argument("notebooks", nargs="*", type=Path, help="default: all in notebooks/")
+    args = parser.parse_args(argv)
+    out = args.out.resolve()
+    sources = [path.resolve() for path in args.notebooks] or notebook_paths()
+    outcomes = []
+    for number, source in enumerate(sources, start=1):
+        print(f"[{number}/{len(sources)}] running {source.name} ...", flush=True)
+        outcome = execute(source, out / source.name, cwd=out / "work" / source.stem)
+        print("      " + outcome.summary(), flush=True)
+        outcomes.append(outcome)
+    passed = sum(outcome.passed for outcome in outcomes)
+    print(f"\nExecuted notebooks are in {out}/")
+    for outcome in outcomes:
+        print("  " + outcome.summary())
+    print(f"{passed} passed, {len(outcomes) - passed} failed")
+    return 0 if passed == len(outcomes) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
