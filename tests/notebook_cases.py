@@ -46,4 +46,30 @@ CASES = [
         "RuntimeUnavailableError",
         "accelerator='tpu' was requested but this machine has no TPU",
     ),
+    Case(
+        "01_tpu_estimator.ipynb",
+        {"train_steps": 30, "train_batch_size": 16, "iterations_per_loop": 5},
+    ),
+    Case(
+        "01_tpu_estimator.ipynb",
+        {"train_steps": 12, "eval_batch_size": 32, "iterations_per_loop": 1},
+    ),
+    Case(
+        "01_tpu_estimator.ipynb",
+        {"train_batch_size": 12},
+        "ParameterError",
+        "train_batch_size=12 does not divide across 8 replicas",
+    ),
+    Case(
+        "01_tpu_estimator.ipynb",
+        {"train_steps": 0},
+        "ParameterError",
+        "train_steps=0 (int): expected an integer from 1 to 100000",
+    ),
+    Case(
+        "01_tpu_estimator.ipynb",
+        {"accelerator": "tpu"},
+        "RuntimeUnavailableError",
+        "accelerator='tpu' was requested but this machine has no TPU",
+    ),
 ]
