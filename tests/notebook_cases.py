@@ -72,4 +72,49 @@ CASES = [
         "RuntimeUnavailableError",
         "accelerator='tpu' was requested but this machine has no TPU",
     ),
+    Case(
+        "02_keras_fit.ipynb",
+        {"virtual_replicas": 1, "epochs": 2, "steps_per_epoch": 10, "steps_per_execution": 10},
+    ),
+    Case(
+        "02_keras_fit.ipynb",
+        {"virtual_replicas": 2, "epochs": 2, "steps_per_epoch": 10, "global_batch": 16},
+    ),
+    Case(
+        "02_keras_fit.ipynb",
+        {"virtual_replicas": 8, "epochs": 1, "steps_per_epoch": 20, "steps_per_execution": 1},
+    ),
+    Case(
+        "02_keras_fit.ipynb",
+        {"global_batch": 12},
+        "ParameterError",
+        "global_batch=12 does not divide across 8 replicas",
+    ),
+    Case(
+        "02_keras_fit.ipynb",
+        {"steps_per_execution": 0},
+        "ParameterError",
+        "steps_per_execution=0 (int): expected an integer from 1 to 1000",
+    ),
+    Case("03_custom_loop.ipynb", {"virtual_replicas": 1, "steps": 30, "steps_per_call": 7}),
+    Case(
+        "03_custom_loop.ipynb",
+        {"virtual_replicas": 2, "steps": 40, "global_batch": 16, "l2": 0.001},
+    ),
+    Case(
+        "03_custom_loop.ipynb",
+        {"virtual_replicas": 8, "steps": 24, "steps_per_call": 5, "global_batch": 16},
+    ),
+    Case(
+        "03_custom_loop.ipynb",
+        {"virtual_replicas": 4, "global_batch": 6},
+        "ParameterError",
+        "global_batch=6 does not divide across 4 replicas",
+    ),
+    Case(
+        "03_custom_loop.ipynb",
+        {"l2": -1.0},
+        "ParameterError",
+        "l2=-1.0 (float): expected a number from 0.0 to 1.0",
+    ),
 ]
