@@ -5,11 +5,18 @@ PYTHON ?= $(shell command -v python3.11 2>/dev/null || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+CURRENT_VENV := .venv-current
+CURRENT_BIN := $(CURRENT_VENV)/bin
+CURRENT_STAMP := $(CURRENT_VENV)/.installed
+DOCS_VENV := .venv-docs
+DOCS_BIN := $(DOCS_VENV)/bin
+DOCS_STAMP := $(DOCS_VENV)/.installed
 BUILD := build
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help run test test-fast lint record set-repository clean
+.PHONY: help run test test-reference test-current test-docs test-fast lint record docs compat \
+	set-repository clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 18
@@ -26,22 +33,60 @@ $(STAMP): requirements.txt pyproject.toml
 	  --display-name "Python 3 (TPU migration, TF 2.15)" >/dev/null
 	@touch $@
 
+$(CURRENT_STAMP): requirements-current.txt pyproject.toml
+	@test -x $(CURRENT_BIN)/python || $(PYTHON) -m venv $(CURRENT_VENV)
+	@echo "Installing the current lane into $(CURRENT_VENV) (newest TensorFlow; about two minutes)..."
+	$(CURRENT_BIN)/python -m pip install -qq --disable-pip-version-check --upgrade -r requirements-current.txt
+	$(CURRENT_BIN)/python -m pip install -qq --disable-pip-version-check --no-deps -e .
+	$(CURRENT_BIN)/python -m ipykernel install --sys-prefix --name python3 \
+	  --display-name "Python 3 (TPU migration, newest TF)" >/dev/null
+	@touch $@
+
+$(DOCS_STAMP): requirements-docs.txt pyproject.toml
+	@test -x $(DOCS_BIN)/python || $(PYTHON) -m venv $(DOCS_VENV)
+	@echo "Installing the site's tools into $(DOCS_VENV) (Sphinx, myst-nb, Playwright)..."
+	$(DOCS_BIN)/python -m pip install -qq --disable-pip-version-check -r requirements-docs.txt
+	$(DOCS_BIN)/python -m pip install -qq --disable-pip-version-check --no-deps -e .
+	@touch $@
+
 run: $(STAMP) ## execute every notebook with papermill into build/run and summarise
 	$(BIN)/python -m tools.run_notebooks --out $(BUILD)/run
 
-test: $(STAMP) lint ## the whole test suite: lint, unit, notebook conventions, papermill, nbval
-	$(BIN)/python -m pytest tests notebooks --nbval --nbval-current-env \
-	  --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider $(PYTEST_ARGS)
+test: test-reference test-current test-docs ## the whole test suite: both lanes, the site, the compatibility table
+	$(BIN)/python -m tools.compat_table --check
+
+test-reference: $(STAMP) lint ## reference lane (TF 2.15): lint, unit, conventions, papermill, nbval
+	TPU_MIGRATION_LANE=reference $(BIN)/python -m pytest tests notebooks --nbval --nbval-current-env \
+	  --nbval-sanitize-with tests/nbval_sanitize.cfg --ignore=tests/test_site.py \
+	  -p no:cacheprovider $(PYTEST_ARGS)
+
+test-current: $(CURRENT_STAMP) ## current lane (newest TF, Keras 3): unit tests, TF2 notebooks, upstream bugs
+	@$(CURRENT_BIN)/python -c 'import tensorflow as tf, keras; print(f"current lane: TensorFlow {tf.__version__}, Keras {keras.__version__}")' 2>/dev/null
+	TPU_MIGRATION_LANE=current $(CURRENT_BIN)/python -m pytest tests -m "not reference_only" \
+	  --ignore=tests/test_site.py -p no:cacheprovider $(PYTEST_ARGS)
+
+test-docs: $(DOCS_STAMP) ## the site: build with warnings as errors, links, pages in Chromium
+	@bash tools/ensure_chromium.sh
+	$(DOCS_BIN)/python -m pytest tests/test_site.py -p no:cacheprovider $(PYTEST_ARGS)
+	@echo "Screenshots of every page: $(BUILD)/site-shots/"
 
 test-fast: $(STAMP) ## unit tests and notebook conventions only (no notebook execution)
-	$(BIN)/python -m pytest tests -m "not notebook" -p no:cacheprovider $(PYTEST_ARGS)
+	TPU_MIGRATION_LANE=reference $(BIN)/python -m pytest tests -m "not notebook" \
+	  --ignore=tests/test_site.py -p no:cacheprovider $(PYTEST_ARGS)
 
-lint: $(STAMP) ## ruff over helpers, tools, tests and notebooks
-	$(BIN)/ruff check helpers tools tests notebooks
-	$(BIN)/ruff format --check helpers tools tests
+lint: $(STAMP) ## ruff over helpers, tools, tests, docs and notebooks
+	$(BIN)/ruff check helpers tools tests docs notebooks
+	$(BIN)/ruff format --check helpers tools tests docs
 
 record: $(STAMP) ## re-execute the notebooks in place to refresh their committed outputs
 	$(BIN)/python -m tools.record_notebooks notebooks/*.ipynb
+
+docs: $(DOCS_STAMP) ## build the site into build/site from the committed notebooks (no execution)
+	$(DOCS_BIN)/python -m sphinx -W --keep-going -b html docs $(BUILD)/site
+	@echo "The site is in $(BUILD)/site/index.html"
+
+compat: $(STAMP) ## rewrite README's compatibility table from the last `make test` records
+	$(BIN)/python -m tools.compat_table
 
 set-repository: $(STAMP) ## point Colab links at another GitHub repository: SLUG=owner/name
 	$(BIN)/python -m tools.set_repository $(SLUG)

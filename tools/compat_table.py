@@ -1,0 +1,109 @@
+"""`make compat`: the README's compatibility table, generated from what the tests ran.
+
+tests/test_notebooks.py records every papermill run of a notebook (lane, runtime kind,
+replicas, whether it passed or stopped with its expected message) in build/compat/LANE.jsonl.
+This turns those records into the notebooks x lanes x runtimes table between the markers in
+README.md. Runtimes no test ran on are marked as not verified, never assumed.
+
+    python -m tools.compat_table          # rewrite the table in README.md
+    python -m tools.compat_table --check  # fail if README.md disagrees with the records
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+from tools.project import ROOT, notebook_paths
+
+RECORDS = ROOT / "build" / "compat"
+README = ROOT / "README.md"
+START = "<!-- compatibility-table:start -->"
+END = "<!-- compatibility-table:end -->"
+LANES = {
+    "reference": "reference lane (TF 2.15, Keras 2)",
+    "current": "current lane (newest TF, Keras 3)",
+}
+KINDS = ("CPU", "GPU", "TPU")
+
+
+def read_records(folder: Path = RECORDS) -> list[dict]:
+    records = []
+    for lane in LANES:
+        path = folder / f"{lane}.jsonl"
+        if not path.exists():
+            raise FileNotFoundError(
+                f"{path} is missing: run `make test` (both lanes) before generating the table"
+            )
+        records += [json.loads(line) for line in path.read_text().splitlines() if line]
+    return records
+
+
+def cell(runs: list[dict]) -> str:
+    """One table cell: what the runs of one notebook on one lane and runtime showed."""
+    if not runs:
+        return "not verified here"
+    good = [run for run in runs if run["expected_error"] is None]
+    stops = [run for run in runs if run["expected_error"] == "EstimatorUnavailableError"]
+    failed = [run for run in runs if not run["passed"]]
+    if failed:
+        return f"fails ({len(failed)} of {len(runs)} runs)"
+    if good:
+        replicas = sorted({run["replicas"] for run in good if run["replicas"]})
+        counts = f" on {', '.join(map(str, replicas))} replica(s)" if replicas else ""
+        return f"runs{counts}"
+    if stops:
+        return "stops at once with a clear message (no `tf.estimator`)"
+    return "only bad parameters tested"
+
+
+def table(records: list[dict]) -> str:
+    runs: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
+    for record in records:
+        runs[(record["notebook"], record["lane"], record["kind"])].append(record)
+    header = ["notebook"] + [f"{LANES[lane]}, {kind}" for lane in LANES for kind in KINDS]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for path in notebook_paths():
+        row = [path.stem] + [
+            cell(runs[(path.name, lane, kind)]) for lane in LANES for kind in KINDS
+        ]
+        lines.append("| " + " | ".join(row) + " |")
+    note = (
+        "CPU runs use virtual devices standing in for TPU cores. GPU and TPU columns say "
+        '"not verified here" until a test run on such a runtime records them.'
+    )
+    return "\n".join(lines) + "\n\n" + note
+
+
+def with_table(readme: str, rendered: str) -> str:
+    before, rest = readme.split(START, 1)
+    _, after = rest.split(END, 1)
+    return f"{before}{START}\n{rendered}\n{END}{after}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="compare instead of writing")
+    args = parser.parse_args(argv)
+    readme = README.read_text()
+    updated = with_table(readme, table(read_records()))
+    if args.check:
+        if updated != readme:
+            print(
+                "README.md's compatibility table does not match what the tests just ran. "
+                "Run `make compat` and commit README.md.",
+                file=sys.stderr,
+            )
+            return 1
+        print("compatibility table: README.md matches the test results")
+        return 0
+    README.write_text(updated)
+    print("README.md: compatibility table updated from", RECORDS)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
