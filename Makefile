@@ -21,32 +21,39 @@ PYTEST_ARGS ?=
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 18
 
+# $(call venv,FOLDER,REQUIREMENTS,PIP_OPTIONS): create FOLDER if needed, install the
+# requirements and this repository's helpers into it (the recipe runs only when a stamp is
+# older than its requirements, so a second run reinstalls nothing).
+define venv
+	@test -x $(1)/bin/python || $(PYTHON) -m venv $(1)
+	$(1)/bin/python -m pip install -qq --disable-pip-version-check $(3) -r $(2)
+	$(1)/bin/python -m pip install -qq --disable-pip-version-check --no-deps -e .
+endef
+
+# $(call kernel,FOLDER,DISPLAY NAME): register FOLDER's Python as the `python3` Jupyter kernel
+# inside FOLDER, which papermill and nbval find when run from it.
+define kernel
+	$(1)/bin/python -m ipykernel install --sys-prefix --name python3 --display-name "$(2)" >/dev/null
+endef
+
 $(STAMP): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' || { \
 	  echo "The reference lane needs Python 3.11 (TensorFlow 2.15 has no wheels for newer" \
 	       "Pythons). Install it and run: make PYTHON=/path/to/python3.11 ..."; exit 1; }
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@echo "Installing the reference lane into $(VENV) (TensorFlow 2.15.1; about a minute)..."
-	$(BIN)/python -m pip install -qq --disable-pip-version-check -r requirements.txt
-	$(BIN)/python -m pip install -qq --disable-pip-version-check --no-deps -e .
-	$(BIN)/python -m ipykernel install --sys-prefix --name python3 \
-	  --display-name "Python 3 (TPU migration, TF 2.15)" >/dev/null
+	$(call venv,$(VENV),requirements.txt,)
+	$(call kernel,$(VENV),Python 3 (TPU migration, TF 2.15))
 	@touch $@
 
 $(CURRENT_STAMP): requirements-current.txt pyproject.toml
-	@test -x $(CURRENT_BIN)/python || $(PYTHON) -m venv $(CURRENT_VENV)
-	@echo "Installing the current lane into $(CURRENT_VENV) (newest TensorFlow; about two minutes)..."
-	$(CURRENT_BIN)/python -m pip install -qq --disable-pip-version-check --upgrade -r requirements-current.txt
-	$(CURRENT_BIN)/python -m pip install -qq --disable-pip-version-check --no-deps -e .
-	$(CURRENT_BIN)/python -m ipykernel install --sys-prefix --name python3 \
-	  --display-name "Python 3 (TPU migration, newest TF)" >/dev/null
+	@echo "Installing the current lane into $(CURRENT_VENV) (newest TensorFlow; about a minute)..."
+	$(call venv,$(CURRENT_VENV),requirements-current.txt,--upgrade)
+	$(call kernel,$(CURRENT_VENV),Python 3 (TPU migration, newest TF))
 	@touch $@
 
 $(DOCS_STAMP): requirements-docs.txt pyproject.toml
-	@test -x $(DOCS_BIN)/python || $(PYTHON) -m venv $(DOCS_VENV)
 	@echo "Installing the site's tools into $(DOCS_VENV) (Sphinx, myst-nb, Playwright)..."
-	$(DOCS_BIN)/python -m pip install -qq --disable-pip-version-check -r requirements-docs.txt
-	$(DOCS_BIN)/python -m pip install -qq --disable-pip-version-check --no-deps -e .
+	$(call venv,$(DOCS_VENV),requirements-docs.txt,)
 	@touch $@
 
 run: $(STAMP) ## execute every notebook with papermill into build/run and summarise

@@ -53,6 +53,7 @@ def test_first_code_cell_is_the_colab_setup_for_this_repository(notebook):
     first = code_cells(nb)[0].source
     assert 'if "google.colab" in sys.modules:' in first
     assert f"git+https://github.com/{repository()}@" in first
+    assert "from helpers import colab" in first and "colab.prepare(" in first
     assert not code_cells(nb)[0].outputs, "outside Colab the set-up cell must print nothing"
 
 

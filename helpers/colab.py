@@ -1,0 +1,104 @@
+"""Prepare a Colab runtime for a notebook: install only what that runtime lacks.
+
+The first cell of every notebook installs this package from the collection's repository and
+calls `prepare()`; outside Colab the cell does nothing. What Colab needs differs by runtime:
+
+- TPU runtimes are TPU VMs with no TensorFlow installed: they get the TPU build of
+  TensorFlow with the libtpu it was released with, and TPU_NAME=local so that
+  `runtime.setup` and `TPUClusterResolver` use the TPU attached to the VM.
+- CPU and GPU runtimes come with TensorFlow: the notebook uses it, and only missing packages
+  are installed.
+- The TF1 notebook cannot run on Colab at all (TensorFlow 2.15, the last release with
+  `tf.estimator`, has no wheels for Colab's Python): nothing is installed, and the reason is
+  printed; the notebook's next cell stops with the same explanation.
+
+`plan()` decides without side effects, so tests can check each case on a faked runtime;
+`prepare()` carries the plan out.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from helpers.environment import Probe, find_tpu
+
+# The newest tensorflow-tpu on PyPI and the libtpu range its wheel declares (~=0.0.14).
+TPU_PACKAGES = ("tensorflow-tpu==2.20.0", "libtpu~=0.0.14")
+# What the TF2 notebooks import besides TensorFlow (Colab's CPU/GPU images have them all).
+NOTEBOOK_PACKAGES = {"matplotlib": "matplotlib", "tensorboard": "tensorboard"}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What `prepare()` will do: pip installs, environment variables, and why."""
+
+    installs: tuple[tuple[str, ...], ...] = ()
+    environment: Mapping[str, str] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    def pip_commands(self) -> list[list[str]]:
+        return [
+            [sys.executable, "-m", "pip", "install", "--quiet", *pkgs] for pkgs in self.installs
+        ]
+
+
+def installed(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+def plan(
+    probe: Probe | None = None,
+    *,
+    tf1: bool = False,
+    is_installed: Callable[[str], bool] = installed,
+) -> Plan:
+    """Decide what this runtime needs for a TF2 notebook (or, with tf1=True, the TF1 one)."""
+    probe = probe or Probe()
+    if not probe.in_colab():
+        return Plan(notes=("Not running in Colab: nothing to install.",))
+    if tf1:
+        python = ".".join(map(str, sys.version_info[:2]))
+        return Plan(
+            notes=(
+                f"This TF1 notebook cannot run on Colab: it needs TensorFlow 2.15 (the last "
+                f"release with tf.estimator), which has no wheels for Colab's Python {python}. "
+                "Its recorded outputs show the reference run; to run it, use the reference lane "
+                "on Python 3.11 (`make run`, see the README).",
+            )
+        )
+    tpu = find_tpu(probe)
+    missing = tuple(pkg for module, pkg in NOTEBOOK_PACKAGES.items() if not is_installed(module))
+    if tpu is not None and tpu.resolver_arg == "local":
+        installs = (TPU_PACKAGES,) if not is_installed("tensorflow") else ()
+        note = (
+            f"Colab TPU runtime ({tpu.evidence}): installing {' and '.join(TPU_PACKAGES)}."
+            if installs
+            else f"Colab TPU runtime ({tpu.evidence}): TensorFlow is already installed."
+        )
+        if missing:
+            installs = (*installs, missing)
+        return Plan(installs, {"TPU_NAME": "local"}, (note,))
+    if not is_installed("tensorflow"):
+        missing = ("tensorflow", *missing)
+    note = (
+        f"Colab CPU/GPU runtime: installing {', '.join(missing)}."
+        if missing
+        else "Colab CPU/GPU runtime: using Colab's TensorFlow."
+    )
+    return Plan((missing,) if missing else (), {}, (note,))
+
+
+def prepare(*, tf1: bool = False) -> Plan:
+    """Carry out `plan()`: print why, run the installs, set the environment."""
+    todo = plan(tf1=tf1)
+    for note in todo.notes:
+        print(note)
+    for command in todo.pip_commands():
+        subprocess.run(command, check=True)
+    os.environ.update(todo.environment)
+    return todo

@@ -1,0 +1,80 @@
+"""The Colab set-up on faked runtimes: which installs it plans, in which case."""
+
+from __future__ import annotations
+
+import sys
+
+from helpers import colab
+from helpers.runtime import choose
+
+
+def everything_installed(module: str) -> bool:
+    return True
+
+
+def nothing_installed(module: str) -> bool:
+    return False
+
+
+def in_colab(machine):
+    machine.env["COLAB_RELEASE_TAG"] = "release-colab-20261120"
+    return machine
+
+
+def test_outside_colab_nothing_happens(machine):
+    todo = colab.plan(machine.probe(), is_installed=nothing_installed)
+    assert todo.installs == () and dict(todo.environment) == {}
+    assert todo.pip_commands() == []
+
+
+def test_colab_tpu_vm_gets_tensorflow_tpu_with_libtpu_and_tpu_name_local(machine):
+    in_colab(machine).add_file("dev/accel0")
+    todo = colab.plan(machine.probe(), is_installed=nothing_installed)
+    assert todo.installs == (colab.TPU_PACKAGES, ("matplotlib", "tensorboard"))
+    assert todo.environment == {"TPU_NAME": "local"}
+    assert todo.pip_commands()[0] == [
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "tensorflow-tpu==2.20.0",
+        "libtpu~=0.0.14",
+    ]
+    assert "/dev/accel0" in todo.notes[0]
+
+
+def test_after_prepare_the_runtime_helper_uses_the_local_tpu(machine):
+    in_colab(machine).add_file("dev/vfio/0")
+    todo = colab.plan(machine.probe(), is_installed=nothing_installed)
+    machine.env.update(todo.environment)
+    choice = choose("auto", probe=machine.probe(), list_gpus=list)
+    assert choice.kind == "TPU" and choice.tpu is not None
+    assert choice.tpu.resolver_arg == "local"
+
+
+def test_colab_tpu_vm_with_tensorflow_already_installed_installs_nothing(machine):
+    in_colab(machine).add_pci_device("0000:00:05.0", "0x1ae0", "0x0063")
+    todo = colab.plan(machine.probe(), is_installed=everything_installed)
+    assert todo.installs == () and todo.environment == {"TPU_NAME": "local"}
+
+
+def test_colab_cpu_or_gpu_runtime_uses_colabs_tensorflow(machine):
+    todo = colab.plan(in_colab(machine).probe(), is_installed=everything_installed)
+    assert todo.installs == () and dict(todo.environment) == {}
+    assert "using Colab's TensorFlow" in todo.notes[0]
+
+
+def test_colab_cpu_runtime_installs_only_what_is_missing(machine):
+    todo = colab.plan(
+        in_colab(machine).probe(), is_installed=lambda module: module != "tensorboard"
+    )
+    assert todo.installs == (("tensorboard",),)
+
+
+def test_tf1_notebook_on_colab_installs_nothing_and_says_why(machine):
+    in_colab(machine).add_file("dev/accel0")
+    todo = colab.plan(machine.probe(), tf1=True, is_installed=nothing_installed)
+    assert todo.installs == ()
+    assert "cannot run on Colab" in todo.notes[0] and "TensorFlow 2.15" in todo.notes[0]
+    assert "reference lane" in todo.notes[0]
