@@ -183,7 +183,7 @@ def check_in_browser(root: Path, shots: Path) -> dict:
                     f"{notebook_plots(name)} plots",
                 )
             else:
-                check(stats["tables"] > 0, f"{rel}: placeholder table missing")
+                check(stats["tables"] > 0, f"{rel}: no table rendered")
 
         # The launch dropdown opens and shows the Colab entry.
         current["page"] = "notebooks/00_setup.html (launch menu)"
