@@ -134,3 +134,8 @@ CASES = [
         "l2=-1.0 (float): expected a number from 0.0 to 1.0",
     ),
 ]
+
+
+from notebook_cases_04 import CASES_04  # noqa: E402 (uses Case from this module)
+
+CASES += CASES_04
