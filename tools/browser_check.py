@@ -68,7 +68,8 @@ PAGE_STATS_JS = """() => {
     table_rows: document.querySelectorAll('article table tbody tr').length,
     images: imgs.map(i => ({src: i.getAttribute('src'), complete: i.complete,
                             w: i.naturalWidth, h: i.naturalHeight})),
-    copy_buttons: document.querySelectorAll('button.copybtn').length,
+    copy_buttons: document.querySelectorAll('div.cell_input button.copybtn').length,
+    output_copy_buttons: document.querySelectorAll('div.cell_output button.copybtn').length,
     colab_links: [...document.querySelectorAll('a[href*="colab.research.google.com"]')].map(a => a.href),
     launch_button_visible: (() => { const b = document.querySelector('.dropdown-launch-buttons button');
                                     return !!b && b.offsetWidth > 0 && b.offsetHeight > 0; })(),
@@ -167,9 +168,10 @@ def check_in_browser(root: Path, shots: Path) -> dict:
                 check(stats["highlighted_tokens"] > 0, f"{rel}: code not syntax highlighted")
                 check(not stats["raw_ansi_escapes"], f"{rel}: raw ANSI escape codes in page")
                 check(
-                    stats["copy_buttons"] == stats["code_inputs"],
+                    stats["copy_buttons"] == stats["code_inputs"]
+                    and stats["output_copy_buttons"] == 0,
                     f"{rel}: {stats['copy_buttons']} copy buttons for "
-                    f"{stats['code_inputs']} code cells",
+                    f"{stats['code_inputs']} code cells, {stats['output_copy_buttons']} on outputs",
                 )
                 check(
                     COLAB_PREFIX + name in stats["colab_links"],
