@@ -78,3 +78,64 @@ def test_steps_per_execution_and_epoch_length():
     assert steps == expected, json.dumps(
         {"lane": LANE, "steps": steps, "update": "02_keras_fit's rounding cell and README"}
     )
+
+
+UNEVEN_EVALUATION = """
+import json
+from helpers.quiet import quiet_logs
+quiet_logs()
+import tensorflow as tf
+from helpers import runtime
+
+rt = runtime.setup("cpu", 8)
+dataset = tf.data.Dataset.from_tensor_slices(([[4.0, 4.5]], [[0.8]])).batch(1)
+with rt.strategy.scope():
+    model = tf.keras.Sequential([tf.keras.Input((2,)), tf.keras.layers.Dense(1)])
+    model.compile("sgd", "mse")
+try:
+    model.evaluate(dataset, verbose=0)
+    outcome = "evaluated"
+except Exception as error:
+    outcome = f"{type(error).__name__}: {error}"
+print(json.dumps({"outcome": outcome}))
+"""
+
+ESTIMATOR_CHECKPOINT_RESTORE = """
+import json
+from helpers.quiet import quiet_logs
+quiet_logs()
+import numpy as np
+import tensorflow as tf
+
+checkpoint = "fixtures/tf1_reference/checkpoint/model.ckpt-100"
+restored = {}
+for layer_name in ("dense", "linear"):
+    layer = tf.keras.layers.Dense(1, kernel_initializer="zeros", name=layer_name)
+    model = tf.keras.Sequential([tf.keras.Input((2,)), layer])
+    tf.train.Checkpoint(model=model).restore(checkpoint)
+    restored[layer_name] = bool(np.any(model.layers[0].kernel.numpy() != 0))
+print(json.dumps(restored))
+"""
+
+
+def test_one_example_evaluation_batch_over_several_replicas():
+    """02_keras_fit shows the guide's batch(1) evaluation: Keras 2 copes, Keras 3 fails."""
+    outcome = run_python_json(UNEVEN_EVALUATION)["outcome"]
+    if LANE == "reference":
+        assert outcome == "evaluated"
+        return
+    assert outcome != "evaluated", (
+        "Keras now evaluates a batch that leaves replicas empty: update the note in "
+        "02_keras_fit's guide section and this pin."
+    )
+    assert "must have the same size and shape" in outcome, outcome
+
+
+def test_checkpoint_restore_of_an_estimator_checkpoint_matches_by_name_only_in_keras_2():
+    """04_verify_migration's restore trap: Keras 2 restores a layer named like TF1's."""
+    restored = run_python_json(ESTIMATOR_CHECKPOINT_RESTORE)
+    expected = {"dense": LANE == "reference", "linear": False}
+    assert restored == expected, (
+        "tf.train.Checkpoint.restore of a TF1 checkpoint changed behaviour: update the "
+        "restore-trap text of 04_verify_migration and this pin."
+    )
