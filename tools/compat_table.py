@@ -24,8 +24,8 @@ README = ROOT / "README.md"
 START = "<!-- compatibility-table:start -->"
 END = "<!-- compatibility-table:end -->"
 LANES = {
-    "reference": "reference lane (TF 2.15, Keras 2)",
-    "current": "current lane (newest TF, Keras 3)",
+    "reference": "TF 2.15",
+    "current": "newest TF",
 }
 KINDS = ("CPU", "GPU", "TPU")
 
@@ -45,7 +45,7 @@ def read_records(folder: Path = RECORDS) -> list[dict]:
 def cell(runs: list[dict]) -> str:
     """One table cell: what the runs of one notebook on one lane and runtime showed."""
     if not runs:
-        return "not verified here"
+        return "not verified"
     good = [run for run in runs if run["expected_error"] is None]
     stops = [run for run in runs if run["expected_error"] == "EstimatorUnavailableError"]
     failed = [run for run in runs if not run["passed"]]
@@ -53,10 +53,10 @@ def cell(runs: list[dict]) -> str:
         return f"fails ({len(failed)} of {len(runs)} runs)"
     if good:
         replicas = sorted({run["replicas"] for run in good if run["replicas"]})
-        counts = f" on {', '.join(map(str, replicas))} replica(s)" if replicas else ""
+        counts = f" ({', '.join(map(str, replicas))} replicas)" if replicas else ""
         return f"runs{counts}"
     if stops:
-        return "stops at once with a clear message (no `tf.estimator`)"
+        return "stops with a clear message"
     return "only bad parameters tested"
 
 
@@ -64,7 +64,7 @@ def table(records: list[dict]) -> str:
     runs: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
     for record in records:
         runs[(record["notebook"], record["lane"], record["kind"])].append(record)
-    header = ["notebook"] + [f"{LANES[lane]}, {kind}" for lane in LANES for kind in KINDS]
+    header = ["notebook"] + [f"{LANES[lane]} {kind}" for lane in LANES for kind in KINDS]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for path in notebook_paths():
         row = [path.stem] + [
@@ -72,8 +72,10 @@ def table(records: list[dict]) -> str:
         ]
         lines.append("| " + " | ".join(row) + " |")
     note = (
-        "CPU runs use virtual devices standing in for TPU cores. GPU and TPU columns say "
-        '"not verified here" until a test run on such a runtime records them.'
+        "TF 2.15: the reference lane (Keras 2, with `tf.estimator`); newest TF: the current "
+        "lane (Keras 3, no `tf.estimator`, so notebook 01 stops at once and says why). CPU runs "
+        "use virtual devices standing in for TPU cores. A runtime no test has run on is marked "
+        '"not verified".'
     )
     return "\n".join(lines) + "\n\n" + note
 
