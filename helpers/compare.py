@@ -11,20 +11,12 @@ is a small table: the first divergent step or weight, the largest difference and
 A value is within tolerance when |actual - expected| <= atol + rtol * |expected| (the rule
 of `numpy.isclose`); NaN is never within tolerance. `atol=0, rtol=0` asks for bit-identical
 numbers.
-
-The module also finds the stored reference runs under `fixtures/` (`fixture_dir`), and
-downloads them where the repository is not checked out (Colab installs only this package).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import tempfile
-import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -34,10 +26,6 @@ from helpers.errors import FriendlyError
 
 class MismatchError(FriendlyError, AssertionError):
     """Two runs that should agree do not; the message is a table saying where and by how much."""
-
-
-class FixtureUnavailableError(FriendlyError, FileNotFoundError):
-    """A stored reference run is neither in this checkout nor downloadable."""
 
 
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -69,6 +57,14 @@ def _tolerance_words(atol: float, rtol: float, expected_name: str) -> str:
     if rtol == 0:
         return f"|diff| <= {atol:g}"
     return f"|diff| <= {atol:g} + {rtol:g} * |{expected_name}|"
+
+
+def _title(subject: str, comparison: Any, detail: str = "") -> str:
+    """First line of a report: "<subject> agree|differ: A vs B (<detail>tolerance: ...)"."""
+    expected_name, actual_name = comparison.names
+    verdict = "agree" if comparison.passed else "differ"
+    tolerance = _tolerance_words(comparison.atol, comparison.rtol, expected_name)
+    return f"{subject} {verdict}: {expected_name} vs {actual_name} ({detail}tolerance: {tolerance})"
 
 
 def _within(expected: np.ndarray, actual: np.ndarray, atol: float, rtol: float) -> np.ndarray:
@@ -147,12 +143,7 @@ class LossComparison:
 
     def report(self) -> str:
         expected_name, actual_name = self.names
-        verdict = "agree" if self.passed else "differ"
-        title = (
-            f"Loss trajectories {verdict}: {expected_name} vs {actual_name} "
-            f"({self.steps_compared} steps compared; tolerance: "
-            f"{_tolerance_words(self.atol, self.rtol, expected_name)})"
-        )
+        title = _title("Loss trajectories", self, f"{self.steps_compared} steps compared; ")
         rows = []
         first = self.first_divergent_step
         if first is not None and first < self.steps_compared:
@@ -231,11 +222,7 @@ class WeightComparison:
 
     def report(self) -> str:
         expected_name, actual_name = self.names
-        verdict = "agree" if self.passed else "differ"
-        title = (
-            f"{self.what} {verdict}: {expected_name} vs {actual_name} (tolerance: "
-            f"{_tolerance_words(self.atol, self.rtol, expected_name)})"
-        )
+        title = _title(self.what, self)
         rows = []
         for row in self.rows:
             if row.problem:
@@ -362,100 +349,3 @@ def assert_weights_close(
 ) -> WeightComparison:
     """Compare two sets of named arrays; raise MismatchError (a table) unless they agree."""
     return compare_weights(expected, actual, atol=atol, rtol=rtol, names=names, what=what).check()
-
-
-# Stored reference runs ------------------------------------------------------------------------
-
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
-MANIFEST = "manifest.json"  # {"files": {relative path: sha256}} in every fixture folder
-
-
-def file_digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def write_manifest(directory: Path) -> dict[str, str]:
-    """List every file under `directory` with its sha256 in `manifest.json`; return the list."""
-    files = {
-        path.relative_to(directory).as_posix(): file_digest(path)
-        for path in sorted(directory.rglob("*"))
-        if path.is_file() and path.name != MANIFEST
-    }
-    (directory / MANIFEST).write_text(json.dumps({"files": files}, indent=1) + "\n")
-    return files
-
-
-def fixture_dir(name: str, download_from: str | None = None, cache: Path | None = None) -> Path:
-    """The folder `fixtures/<name>` of this checkout, else a verified download of it.
-
-    In a checkout (or an editable install) the fixture sits beside the `helpers` package.
-    Colab installs the package alone, so there the files listed in the fixture's manifest are
-    fetched from `download_from` (the fixture folder's URL) into a cache folder, each checked
-    against its sha256.
-    """
-    local = FIXTURES / name
-    if (local / MANIFEST).is_file():
-        return local
-    if not download_from:
-        raise FixtureUnavailableError(
-            f"The fixture {name!r} is not at {local} and no download address was given. Run "
-            "from a checkout of the repository (pip install -e .)."
-        )
-    target = (cache or Path(tempfile.gettempdir()) / "tpu-migration-fixtures") / name
-    base = download_from.rstrip("/")
-    try:
-        manifest = json.loads(_fetch(f"{base}/{MANIFEST}"))
-        for relative, digest in manifest["files"].items():
-            path = target / relative
-            if path.is_file() and file_digest(path) == digest:
-                continue
-            content = _fetch(f"{base}/{relative}")
-            if hashlib.sha256(content).hexdigest() != digest:
-                raise ValueError(f"{relative} does not match its sha256 in the manifest")
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(content)
-    except (OSError, ValueError, KeyError) as error:
-        raise FixtureUnavailableError(
-            f"The fixture {name!r} is not in this checkout and could not be downloaded from "
-            f"{base}: {type(error).__name__}: {error}"
-        ) from None
-    (target / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
-    return target
-
-
-def _fetch(url: str, timeout_s: float = 30.0) -> bytes:
-    with urllib.request.urlopen(url, timeout=timeout_s) as response:
-        return bytes(response.read())
-
-
-def plot_differences(curves: Mapping[str, Sequence[float]], reference: str) -> None:
-    """|loss - reference loss| per step for every other curve; zeros are said, not hidden."""
-    import matplotlib.pyplot as plt
-
-    base = np.asarray(curves[reference], dtype=np.float64)
-    figure, axes = plt.subplots(figsize=(7, 3), dpi=100)
-    differences = {}
-    for label, values in curves.items():
-        if label != reference:
-            n = min(len(base), len(values))
-            differences[label] = np.abs(np.asarray(values[:n], dtype=np.float64) - base[:n])
-    nonzero = any(np.any(d > 0) for d in differences.values())
-    markers = ("o", "x", "+", "s")  # distinct, so that coinciding curves stay visible
-    for number, (label, difference) in enumerate(differences.items()):
-        shown = np.where(difference > 0, difference, np.nan) if nonzero else difference
-        marker = markers[number % len(markers)]
-        axes.plot(
-            range(len(difference)), shown, marker, markersize=5, fillstyle="none", label=label
-        )
-    if nonzero:
-        axes.set_yscale("log")
-        title = f"|loss - {reference} loss| per step (steps with no difference are not drawn)"
-    else:
-        title = f"|loss - {reference} loss| per step: zero at every step"
-    axes.set_xlabel("training step")
-    axes.set_ylabel("absolute difference")
-    axes.set_title(title, fontsize=10)
-    axes.grid(True, alpha=0.3)
-    axes.legend()
-    figure.tight_layout()
-    plt.show()

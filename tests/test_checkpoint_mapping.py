@@ -8,7 +8,7 @@ import types
 import numpy as np
 import pytest
 
-from helpers import checkpoint_mapping, compare
+from helpers import checkpoint_mapping, fixtures
 from helpers.checkpoint_mapping import CheckpointMappingError, check_mapping
 from helpers.errors import FriendlyError
 
@@ -150,7 +150,7 @@ def test_the_tf1_fixture_checkpoint_restores_into_a_keras_model_with_its_slots()
     quiet_logs()
     import tensorflow as tf
 
-    fixture = compare.fixture_dir("tf1_reference")
+    fixture = fixtures.fixture_dir("tf1_reference")
     run = json.loads((fixture / "tf1_run.json").read_text())
     checkpoint = str(fixture / run["checkpoint"])
     model = tf.keras.Sequential([tf.keras.Input(shape=(2,)), tf.keras.layers.Dense(1)])

@@ -11,7 +11,7 @@ import threading
 import numpy as np
 import pytest
 
-from helpers import compare
+from helpers import compare, fixtures, plots
 from helpers.compare import MismatchError
 from helpers.errors import FriendlyError
 
@@ -134,9 +134,9 @@ def test_plot_differences_draws_without_a_display(monkeypatch):
     import matplotlib.pyplot as plt
 
     monkeypatch.setattr(plt, "show", lambda: None)
-    compare.plot_differences({"TF1": TF1, "TF2": [0.5, 0.26, 0.125, 0.0625]}, reference="TF1")
+    plots.plot_differences({"TF1": TF1, "TF2": [0.5, 0.26, 0.125, 0.0625]}, reference="TF1")
     assert "not drawn" in plt.gcf().axes[0].get_title()
-    compare.plot_differences({"TF1": TF1, "TF2": TF1}, reference="TF1")
+    plots.plot_differences({"TF1": TF1, "TF2": TF1}, reference="TF1")
     assert "zero at every step" in plt.gcf().axes[0].get_title()
     plt.close("all")
 
@@ -145,17 +145,17 @@ def test_plot_differences_draws_without_a_display(monkeypatch):
 
 
 def test_the_committed_tf1_fixture_matches_its_manifest_and_is_small():
-    directory = compare.fixture_dir("tf1_reference")
-    assert directory == compare.FIXTURES / "tf1_reference"
-    manifest = json.loads((directory / compare.MANIFEST).read_text())["files"]
+    directory = fixtures.fixture_dir("tf1_reference")
+    assert directory == fixtures.FIXTURES / "tf1_reference"
+    manifest = json.loads((directory / fixtures.MANIFEST).read_text())["files"]
     on_disk = {
         path.relative_to(directory).as_posix()
         for path in directory.rglob("*")
-        if path.is_file() and path.name != compare.MANIFEST
+        if path.is_file() and path.name != fixtures.MANIFEST
     }
     assert set(manifest) == on_disk
     for relative, digest in manifest.items():
-        assert compare.file_digest(directory / relative) == digest, relative
+        assert fixtures.file_digest(directory / relative) == digest, relative
     assert sum((directory / relative).stat().st_size for relative in manifest) < 300_000
     run = json.loads((directory / "tf1_run.json").read_text())
     assert run["steps"] == len(run["losses"]) == 100
@@ -171,7 +171,7 @@ def served_fixture(tmp_path):
     (fixture / "sub").mkdir(parents=True)
     (fixture / "run.json").write_text('{"steps": 3}')
     (fixture / "sub" / "weights.bin").write_bytes(b"\x00\x01\x02")
-    compare.write_manifest(fixture)
+    fixtures.write_manifest(fixture)
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
     handler.log_message = lambda *args: None
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
@@ -183,32 +183,32 @@ def served_fixture(tmp_path):
 
 def test_a_fixture_missing_here_is_downloaded_and_verified(served_fixture, tmp_path):
     _, url = served_fixture
-    directory = compare.fixture_dir("no_such_fixture", download_from=url, cache=tmp_path / "cache")
+    directory = fixtures.fixture_dir("no_such_fixture", download_from=url, cache=tmp_path / "cache")
     assert directory == tmp_path / "cache" / "no_such_fixture"
     assert (directory / "run.json").read_text() == '{"steps": 3}'
     assert (directory / "sub" / "weights.bin").read_bytes() == b"\x00\x01\x02"
-    assert (directory / compare.MANIFEST).is_file()
+    assert (directory / fixtures.MANIFEST).is_file()
 
 
 def test_a_download_that_does_not_match_its_manifest_is_refused(served_fixture, tmp_path):
     fixture, url = served_fixture
     (fixture / "sub" / "weights.bin").write_bytes(b"tampered")
-    with pytest.raises(compare.FixtureUnavailableError) as raised:
-        compare.fixture_dir("no_such_fixture", download_from=url, cache=tmp_path / "cache")
+    with pytest.raises(fixtures.FixtureUnavailableError) as raised:
+        fixtures.fixture_dir("no_such_fixture", download_from=url, cache=tmp_path / "cache")
     assert "sub/weights.bin does not match its sha256" in str(raised.value)
 
 
 def test_a_fixture_neither_here_nor_downloadable_says_so(tmp_path):
-    with pytest.raises(compare.FixtureUnavailableError, match="no download address was given"):
-        compare.fixture_dir("no_such_fixture")
-    with pytest.raises(compare.FixtureUnavailableError, match="could not be downloaded"):
-        compare.fixture_dir(
+    with pytest.raises(fixtures.FixtureUnavailableError, match="no download address was given"):
+        fixtures.fixture_dir("no_such_fixture")
+    with pytest.raises(fixtures.FixtureUnavailableError, match="could not be downloaded"):
+        fixtures.fixture_dir(
             "no_such_fixture", download_from="http://127.0.0.1:1/x", cache=tmp_path / "c"
         )
 
 
 def test_write_manifest_lists_every_file_with_its_digest(tmp_path):
     (tmp_path / "a.txt").write_text("a")
-    files = compare.write_manifest(tmp_path)
+    files = fixtures.write_manifest(tmp_path)
     assert files == {"a.txt": hashlib.sha256(b"a").hexdigest()}
-    assert json.loads((tmp_path / compare.MANIFEST).read_text()) == {"files": files}
+    assert json.loads((tmp_path / fixtures.MANIFEST).read_text()) == {"files": files}

@@ -126,7 +126,7 @@ def write_fixture(out: Path, run: dict, steps: int, continue_steps: int) -> None
 
     import tensorflow as tf
 
-    from helpers.compare import write_manifest
+    from helpers.fixtures import write_manifest
 
     shutil.rmtree(out, ignore_errors=True)
     (out / "checkpoint").mkdir(parents=True)
