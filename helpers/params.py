@@ -13,8 +13,10 @@ what is allowed.
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from helpers.errors import ParameterError
@@ -105,3 +107,24 @@ def per_replica_batch(global_batch: int, replicas: int, name: str = "global_batc
             f"such as {lower} or {lower + replicas}."
         )
     return global_batch // replicas
+
+
+def new_or_empty_folder(path: str, name: str, prefix: str) -> Path:
+    """The folder a notebook may write into: `path` if it is new or empty, else a refusal.
+
+    A notebook never deletes or overwrites what it did not create, so a folder that already
+    holds files (say, another run's checkpoints) is refused instead of cleared; an empty
+    `path` gives a new temporary folder.
+    """
+    if not path:
+        return Path(tempfile.mkdtemp(prefix=prefix))
+    folder = Path(path).expanduser()
+    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+        what = "is a file" if not folder.is_dir() else "already holds files"
+        raise ParameterError(
+            f"{name}={path!r} {what}: this notebook writes new checkpoints and never deletes "
+            f"or overwrites what it did not create. Give a new or empty folder, or "
+            f'{name}="" for a new temporary one.'
+        )
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder

@@ -7,6 +7,8 @@ TensorFlow is first imported, so call `quiet_logs()` before `import tensorflow`:
 level, then imports TensorFlow itself, because TensorFlow's Python logger resets itself to
 INFO on stdout in interactive sessions such as Jupyter when it is first used.
 
+Where one log line explains a result, `log_lines` brings just that line back.
+
 Opt out with `quiet_logs(False)` or by setting TPU_MIGRATION_VERBOSE=1 before starting
 Jupyter; a TF_CPP_MIN_LOG_LEVEL that is already set is respected.
 """
@@ -74,3 +76,41 @@ def _stderr_silenced() -> Iterator[None]:
         os.dup2(saved, 2)
         os.close(saved)
         os.close(devnull)
+
+
+@contextlib.contextmanager
+def log_lines(containing: str) -> Iterator[list[str]]:
+    """Collect the TensorFlow log messages that contain `containing`, INFO ones included.
+
+    `quiet_logs()` hides TensorFlow's INFO messages, among them some that explain a result
+    (TPUEstimator's "Could not find trained model in model_dir"). Inside this block the
+    logger passes INFO messages to a collector only; its own handlers stay at their level,
+    so nothing else reaches the notebook.
+    """
+    import tensorflow as tf
+
+    logger = tf.get_logger()
+    lines: list[str] = []
+
+    class Collector(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            message = record.getMessage()
+            if containing in message:
+                lines.append(message)
+
+    saved_level, saved_propagate = logger.level, logger.propagate
+    saved_handlers = [(handler, handler.level) for handler in logger.handlers]
+    collector = Collector(level=logging.INFO)
+    for handler, level in saved_handlers:
+        handler.setLevel(max(level, saved_level))
+    logger.propagate = False
+    logger.addHandler(collector)
+    logger.setLevel(logging.INFO)
+    try:
+        yield lines
+    finally:
+        logger.removeHandler(collector)
+        logger.setLevel(saved_level)
+        logger.propagate = saved_propagate
+        for handler, level in saved_handlers:
+            handler.setLevel(level)

@@ -65,3 +65,29 @@ def test_batch_that_does_not_divide_names_the_parameter_and_suggests_multiples()
 def test_batch_smaller_than_the_replica_count_suggests_the_count():
     with pytest.raises(ParameterError, match="such as 8 or 16"):
         params.per_replica_batch(4, 8)
+
+
+def test_a_folder_with_files_is_refused_and_keeps_them(tmp_path):
+    folder = tmp_path / "model_dir"
+    folder.mkdir()
+    (folder / "model.ckpt-100.index").write_text("someone's checkpoint")
+    with pytest.raises(ParameterError) as raised:
+        params.new_or_empty_folder(str(folder), name="model_dir", prefix="x_")
+    message = str(raised.value)
+    assert "model_dir=" in message and str(folder) in message and "already holds files" in message
+    assert 'model_dir=""' in message  # the way out
+    assert (folder / "model.ckpt-100.index").read_text() == "someone's checkpoint"
+
+
+def test_a_file_is_refused_and_a_new_or_empty_folder_is_used(tmp_path):
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("keep")
+    with pytest.raises(ParameterError, match="is a file"):
+        params.new_or_empty_folder(str(a_file), name="model_dir", prefix="x_")
+    assert a_file.read_text() == "keep"
+    (tmp_path / "empty").mkdir()
+    assert params.new_or_empty_folder(str(tmp_path / "empty"), "model_dir", "x_").is_dir()
+    created = params.new_or_empty_folder(str(tmp_path / "new" / "dir"), "model_dir", "x_")
+    assert created == tmp_path / "new" / "dir" and created.is_dir()
+    temporary = params.new_or_empty_folder("", "model_dir", "x_")
+    assert temporary.is_dir() and temporary.name.startswith("x_") and not any(temporary.iterdir())

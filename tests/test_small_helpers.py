@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import types
 
 import numpy as np
@@ -82,3 +83,24 @@ print(json.dumps({{"values": values, "missing": missing}}))
     )
     assert report["values"] == {"0": 0.0, "1": 0.5, "2": 1.0}
     assert "no summary named 'accuracy'" in report["missing"]
+
+
+def test_log_lines_brings_back_one_info_message_and_nothing_else():
+    report = run_python_json(
+        """
+import json, logging
+from helpers.quiet import log_lines, quiet_logs
+quiet_logs()
+import tensorflow as tf
+import tensorflow.compat.v1 as tf1
+with log_lines("Could not find") as lines:
+    tf1.logging.info("Could not find trained model in model_dir: /x, running initialization")
+    tf1.logging.info("Calling model_fn.")
+tf1.logging.info("Could not find it again, outside the block")
+print(json.dumps({"lines": lines, "level": tf.get_logger().level}))
+"""
+    )
+    assert report["lines"] == [
+        "Could not find trained model in model_dir: /x, running initialization"
+    ]
+    assert report["level"] == logging.ERROR  # quiet again after the block
