@@ -1,19 +1,21 @@
-"""The maintainer tools: judging executed notebooks, and re-pointing the repository slug."""
+"""The maintainer tools: executing and judging notebooks as Colab's "Run all" would (tags
+ignored, the first error stops the run and fails it), and re-pointing the repository slug."""
 
 from __future__ import annotations
 
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from tools.nbexec import PAPERMILL_MARKER_TAG, inspect
+from tools.nbexec import PAPERMILL_MARKER_TAG, RAISES_EXCEPTION_TAG, execute, inspect
 from tools.set_repository import rewrite
 
 
 def executed_notebook(path, *, tagged_error: bool, untagged_error: bool, unexecuted: bool):
+    """An executed notebook as papermill writes it, with the errors asked for."""
     marker = new_markdown_cell("An Exception was encountered")
     marker.metadata["tags"] = [PAPERMILL_MARKER_TAG]
     pitfall = new_code_cell("raise ValueError('on purpose')", execution_count=2)
-    pitfall.metadata["tags"] = ["raises-exception"]
+    pitfall.metadata["tags"] = [RAISES_EXCEPTION_TAG]
     if tagged_error:
         pitfall.outputs = [
             new_output("error", ename="ValueError", evalue="on purpose", traceback=[])
@@ -30,21 +32,31 @@ def executed_notebook(path, *, tagged_error: bool, untagged_error: bool, unexecu
     return path
 
 
-def test_errors_in_tagged_cells_pass_and_papermill_markers_are_removed(tmp_path):
+def test_a_run_without_errors_passes_and_papermill_markers_are_removed(tmp_path):
     path = executed_notebook(
-        tmp_path / "a.ipynb", tagged_error=True, untagged_error=False, unexecuted=False
+        tmp_path / "a.ipynb", tagged_error=False, untagged_error=False, unexecuted=False
     )
     outcome = inspect(path, path, 1.0)
-    assert outcome.passed
-    assert [error.ename for error in outcome.errors] == ["ValueError"]
+    assert outcome.passed and outcome.errors == []
     assert outcome.runtime_line == "Runtime: CPU | x"
     assert PAPERMILL_MARKER_TAG not in path.read_text()
     assert outcome.summary().startswith("PASS a.ipynb")
 
 
-def test_an_untagged_error_fails_and_is_named_in_the_summary(tmp_path):
+def test_an_error_in_a_cell_tagged_raises_exception_fails_the_run(tmp_path):
     path = executed_notebook(
-        tmp_path / "b.ipynb", tagged_error=True, untagged_error=True, unexecuted=True
+        tmp_path / "b.ipynb", tagged_error=True, untagged_error=False, unexecuted=False
+    )
+    outcome = inspect(path, path, 1.0)
+    assert not outcome.passed
+    assert [error.ename for error in outcome.errors] == ["ValueError"]
+    assert "FAIL b.ipynb" in outcome.summary()
+    assert "cell [2]: ValueError: on purpose" in outcome.summary()
+
+
+def test_the_first_error_is_named_in_the_summary(tmp_path):
+    path = executed_notebook(
+        tmp_path / "c.ipynb", tagged_error=False, untagged_error=True, unexecuted=True
     )
     outcome = inspect(path, path, 1.0)
     assert not outcome.passed
@@ -53,10 +65,52 @@ def test_an_untagged_error_fails_and_is_named_in_the_summary(tmp_path):
 
 def test_unexecuted_cells_fail_the_run(tmp_path):
     path = executed_notebook(
-        tmp_path / "c.ipynb", tagged_error=True, untagged_error=False, unexecuted=True
+        tmp_path / "d.ipynb", tagged_error=False, untagged_error=False, unexecuted=True
     )
     outcome = inspect(path, path, 1.0)
     assert not outcome.passed and "1 cells did not run" in outcome.summary()
+
+
+CAUGHT_PITFALL = """\
+try:
+    int("eight")
+except ValueError as error:
+    print(f"{type(error).__name__}: {str(error).splitlines()[0]}")
+else:
+    raise AssertionError("expected ValueError: int() of a word")"""
+
+
+def test_execution_ignores_the_raises_exception_tag_and_stops_at_the_first_error(tmp_path):
+    """What Colab's "Run all" does: a tagged cell that raises stops the notebook."""
+    tagged = new_code_cell("raise ValueError('on purpose')")
+    tagged.metadata["tags"] = [RAISES_EXCEPTION_TAG]
+    source = tmp_path / "tagged.ipynb"
+    cells = [new_code_cell("print('before')"), tagged, new_code_cell("print('after')")]
+    nbformat.write(new_notebook(cells=cells), source)
+
+    outcome = execute(source, tmp_path / "out" / "tagged.ipynb")
+
+    assert not outcome.passed
+    assert [(error.ename, error.evalue) for error in outcome.errors] == [
+        ("ValueError", "on purpose")
+    ]
+    assert outcome.unexecuted_cells == 1, "the cell after the error must not run"
+    executed = nbformat.read(outcome.output, as_version=4)
+    assert [cell.execution_count for cell in executed.cells] == [1, 2, None]
+
+
+def test_a_pitfall_caught_in_its_cell_runs_to_the_end(tmp_path):
+    source = tmp_path / "caught.ipynb"
+    cells = [new_code_cell(CAUGHT_PITFALL), new_code_cell("print('after')")]
+    nbformat.write(new_notebook(cells=cells), source)
+
+    outcome = execute(source, tmp_path / "out" / "caught.ipynb")
+
+    assert outcome.passed, outcome.summary()
+    executed = nbformat.read(outcome.output, as_version=4)
+    assert executed.cells[0].outputs[0].text == (
+        "ValueError: invalid literal for int() with base 10: 'eight'\n"
+    )
 
 
 def test_set_repository_rewrites_links_and_setup_cells_only_for_the_old_slug():

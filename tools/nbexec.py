@@ -1,10 +1,13 @@
-"""Execute a notebook with papermill and judge the result the way this collection does.
+"""Execute a notebook with papermill and judge the result the way Colab's "Run all" would.
 
-Pitfall cells raise on purpose and carry the `raises-exception` tag (nbval and nbclient both
-honour it and keep executing). papermill still reports the first error output of a run as a
-failure, and prepends error-marker cells to the output notebook. Here a run counts as
-passed when every error output sits in a tagged cell; the marker cells are then removed so
-the executed notebook reads as it should.
+Colab, and every front end other than classic Jupyter and JupyterLab, ignores the
+`raises-exception` tag and stops at the first cell that ends in an error. So does this
+harness: tags are ignored (nbclient's `force_raise_errors`), execution stops at the first
+error, and a run counts as passed only when every code cell ran and none produced an error
+output. A pitfall is shown by a cell that catches its exception and asserts that it was
+raised, never by a cell that ends in an error. papermill prepends error-marker cells to the
+output notebook of a failed run; they are removed so the executed notebook reads as it
+should.
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ from typing import Any
 
 import nbformat
 
-EXPECTED_ERROR_TAG = "raises-exception"
+# The tag nbval and Jupyter honour to let a cell end in an error. Colab ignores it, so the
+# collection forbids it (tests/test_notebook_conventions.py) and this harness ignores it.
+RAISES_EXCEPTION_TAG = "raises-exception"
 PAPERMILL_MARKER_TAG = "papermill-error-cell-tag"
 
 
@@ -26,7 +31,6 @@ class CellError:
     execution_count: int | None
     ename: str
     evalue: str
-    expected: bool
 
     def one_line(self) -> str:
         first = self.evalue.strip().splitlines()[0] if self.evalue.strip() else ""
@@ -44,17 +48,19 @@ class Outcome:
 
     @property
     def unexpected_errors(self) -> list[CellError]:
-        return [error for error in self.errors if not error.expected]
+        """The same as `errors`: no tag makes an error expected."""
+        return self.errors
 
     @property
     def passed(self) -> bool:
-        return not self.unexpected_errors and self.unexecuted_cells == 0
+        """Every code cell ran and none ended in an error, whatever its tags."""
+        return not self.errors and self.unexecuted_cells == 0
 
     def summary(self) -> str:
         status = "PASS" if self.passed else "FAIL"
         detail = (
-            self.unexpected_errors[0].one_line()
-            if self.unexpected_errors
+            self.errors[0].one_line()
+            if self.errors
             else f"{self.unexecuted_cells} cells did not run"
             if self.unexecuted_cells
             else self.runtime_line or "ran to the end"
@@ -93,7 +99,6 @@ def inspect(source: Path, output: Path, seconds: float) -> Outcome:
                         execution_count=cell.get("execution_count"),
                         ename=out.get("ename", ""),
                         evalue=out.get("evalue", ""),
-                        expected=EXPECTED_ERROR_TAG in tags(cell),
                     )
                 )
             for line in text_of(out).splitlines():
@@ -109,7 +114,11 @@ def execute(
     cwd: Path | None = None,
     timeout_s: int = 1200,
 ) -> Outcome:
-    """Run `source` with papermill into `output` (written even when a cell fails)."""
+    """Run `source` with papermill into `output` (written even when a cell fails).
+
+    Like Colab's "Run all": the `raises-exception` tag is ignored and execution stops at the
+    first cell that ends in an error.
+    """
     import papermill
 
     output.parent.mkdir(parents=True, exist_ok=True)
@@ -125,11 +134,12 @@ def execute(
             cwd=str(work_dir),
             progress_bar=False,
             execution_timeout=timeout_s,
+            force_raise_errors=True,  # nbclient: no tag lets a cell's error pass
         )
     except papermill.PapermillExecutionError:
-        pass  # judged below from the written notebook, where expected errors are allowed
+        pass  # judged below from the written notebook
     except Exception as error:
         if not output.exists():
-            crash = CellError(-1, None, type(error).__name__, str(error), expected=False)
+            crash = CellError(-1, None, type(error).__name__, str(error))
             return Outcome(source, output, time.monotonic() - started, [crash])
     return inspect(source, output, time.monotonic() - started)

@@ -2,8 +2,10 @@
 
 The committed outputs are the regression reference that nbval compares against, so they must
 come from a clean run of this command in the reference lane, never from hand edits. A
-notebook is only replaced when its run passed and left no stderr output (log noise that
-nbval cannot compare); otherwise the committed version is kept and the run is reported.
+notebook is only replaced when its run passed, which means every cell ran and none ended in
+an error, whatever its tags (tools.nbexec runs it as Colab's "Run all" does), and when it
+left no stderr output (log noise that nbval cannot compare); otherwise the committed version
+is kept and the run is reported.
 """
 
 from __future__ import annotations

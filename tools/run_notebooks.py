@@ -2,6 +2,8 @@
 
 Each notebook runs with its own default parameters in a fresh kernel, in its own working
 folder, so files a notebook writes (checkpoints, exported models) land in the build folder.
+A notebook runs as Colab's "Run all" runs it (tools.nbexec): tags are ignored, it stops at
+the first cell that ends in an error, and it passes only when every cell ran without one.
 Every notebook runs even when an earlier one fails; the exit status says whether all passed.
 """
 
