@@ -8,6 +8,11 @@ STAMP := $(VENV)/.installed
 CURRENT_VENV := .venv-current
 CURRENT_BIN := $(CURRENT_VENV)/bin
 CURRENT_STAMP := $(CURRENT_VENV)/.installed
+COLAB_VENV := .venv-colab
+COLAB_BIN := $(COLAB_VENV)/bin
+COLAB_STAMP := $(COLAB_VENV)/.installed
+# The TensorFlow that helpers.colab installs on Colab TPU runtimes (a test keeps the two equal).
+COLAB_TF := $(shell sed -n 's/^tensorflow==//p' requirements-colab.txt)
 DOCS_VENV := .venv-docs
 DOCS_BIN := $(DOCS_VENV)/bin
 DOCS_STAMP := $(DOCS_VENV)/.installed
@@ -15,8 +20,8 @@ BUILD := build
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help run test test-reference test-current test-docs test-fast lint record docs compat \
-	set-repository clean
+.PHONY: help run test test-reference test-current test-colab test-docs test-fast lint record \
+	docs compat set-repository clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 18
@@ -51,6 +56,12 @@ $(CURRENT_STAMP): requirements-current.txt pyproject.toml
 	$(call kernel,$(CURRENT_VENV),Python 3 (TPU migration, newest TF))
 	@touch $@
 
+$(COLAB_STAMP): requirements-colab.txt pyproject.toml
+	@echo "Installing the Colab lane into $(COLAB_VENV) (TensorFlow $(COLAB_TF), as on Colab; about a minute)..."
+	$(call venv,$(COLAB_VENV),requirements-colab.txt,)
+	$(call kernel,$(COLAB_VENV),Python 3 (TPU migration, TF $(COLAB_TF) as on Colab))
+	@touch $@
+
 $(DOCS_STAMP): requirements-docs.txt pyproject.toml
 	@echo "Installing the site's tools into $(DOCS_VENV) (Sphinx, myst-nb, Playwright)..."
 	$(call venv,$(DOCS_VENV),requirements-docs.txt,)
@@ -59,7 +70,7 @@ $(DOCS_STAMP): requirements-docs.txt pyproject.toml
 run: $(STAMP) ## execute every notebook with papermill into build/run and summarise
 	$(BIN)/python -m tools.run_notebooks --out $(BUILD)/run
 
-test: test-reference test-current test-docs ## the whole test suite: both lanes, the site, the compatibility table
+test: test-reference test-current test-colab test-docs ## the whole test suite: the three lanes, the site, the compatibility table
 	$(BIN)/python -m tools.compat_table --check
 
 test-reference: $(STAMP) lint ## reference lane (TF 2.15): lint, unit, conventions, papermill, nbval
@@ -70,6 +81,11 @@ test-reference: $(STAMP) lint ## reference lane (TF 2.15): lint, unit, conventio
 test-current: $(CURRENT_STAMP) ## current lane (newest TF, Keras 3): unit tests, TF2 notebooks, upstream bugs
 	@$(CURRENT_BIN)/python -c 'import tensorflow as tf, keras; print(f"current lane: TensorFlow {tf.__version__}, Keras {keras.__version__}")' 2>/dev/null
 	TPU_MIGRATION_LANE=current $(CURRENT_BIN)/python -m pytest tests -m "not reference_only" \
+	  --ignore=tests/test_site.py -p no:cacheprovider $(PYTEST_ARGS)
+
+test-colab: $(COLAB_STAMP) ## Colab lane (the TF Colab's set-up installs): unit tests, upstream bugs, each notebook once
+	@$(COLAB_BIN)/python -c 'import tensorflow as tf, keras; print(f"Colab lane: TensorFlow {tf.__version__}, Keras {keras.__version__}")' 2>/dev/null
+	TPU_MIGRATION_LANE=colab $(COLAB_BIN)/python -m pytest tests -m "not reference_only" \
 	  --ignore=tests/test_site.py -p no:cacheprovider $(PYTEST_ARGS)
 
 test-docs: $(DOCS_STAMP) ## the site: build with warnings as errors, links, pages in Chromium

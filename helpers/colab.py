@@ -27,8 +27,12 @@ from dataclasses import dataclass, field
 
 from helpers.environment import Probe, find_tpu
 
-# The newest tensorflow-tpu on PyPI and the libtpu range its wheel declares (~=0.0.14).
-TPU_PACKAGES = ("tensorflow-tpu==2.20.0", "libtpu~=0.0.14")
+# The TensorFlow a Colab TPU runtime gets: the newest tensorflow-tpu on PyPI, which is also
+# the release Colab's CPU/GPU images ship. The test suite's Colab lane pins exactly this
+# version (requirements-colab.txt; a test fails if the two disagree).
+TENSORFLOW_VERSION = "2.20.0"
+# tensorflow-tpu and the libtpu range its wheel declares (~=0.0.14).
+TPU_PACKAGES = (f"tensorflow-tpu=={TENSORFLOW_VERSION}", "libtpu~=0.0.14")
 # What the TF2 notebooks import besides TensorFlow (Colab's CPU/GPU images have them all).
 NOTEBOOK_PACKAGES = {"matplotlib": "matplotlib", "tensorboard": "tensorboard"}
 

@@ -17,9 +17,17 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-# Which lane this run tests: "reference" (TF 2.15, Keras 2) or "current" (newest TF, Keras 3).
-# The Makefile sets it; the two lanes expect different things where upstream differs.
+# Which lane this run tests (the Makefile sets it): "reference" (TF 2.15, Keras 2, with
+# tf.estimator), "current" (the newest TF, Keras 3) or "colab" (the TF that helpers.colab
+# installs on a Colab TPU runtime, Keras 3). The lanes expect different things where upstream
+# differs, and that follows the Keras major version each lane's TensorFlow brings.
+LANE_KERAS_MAJOR = {"reference": 2, "current": 3, "colab": 3}
 LANE = os.environ.get("TPU_MIGRATION_LANE", "reference")
+if LANE not in LANE_KERAS_MAJOR:
+    raise pytest.UsageError(
+        f"TPU_MIGRATION_LANE={LANE!r}: expected one of {', '.join(LANE_KERAS_MAJOR)}"
+    )
+KERAS_MAJOR = LANE_KERAS_MAJOR[LANE]
 
 
 class FakeMachine:

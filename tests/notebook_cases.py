@@ -1,7 +1,14 @@
 """The papermill matrix: which parameters each notebook runs with, and which must fail how.
 
-Good cases must run to the end with the notebook's own assertions holding. Bad cases must
-stop with one readable error (no stack trace) whose message contains the given fragment.
+Good cases must run to the end, as Colab's "Run all" runs them (no cell may end in an error,
+whatever its tags), with the notebook's own assertions holding. Bad cases must stop with one
+readable error (no stack trace) whose message contains the given fragment.
+
+Lanes: the reference lane (TF 2.15, Keras 2) and the current lane (the newest TF, Keras 3)
+run the whole matrix. The Colab lane (the TF that helpers.colab installs, Keras 3 like the
+current lane) runs each notebook once at its defaults, as a Colab user opens it: the other
+replica counts and parameters run in the current lane, which shares its Keras, and parameter
+checking does not depend on the TensorFlow version.
 """
 
 from __future__ import annotations
@@ -11,6 +18,8 @@ from typing import Any
 
 REFERENCE = ("reference",)
 CURRENT = ("current",)
+COLAB = ("colab",)
+NO_ESTIMATOR = ("current", "colab")  # TensorFlow 2.16 and newer: no tf.estimator
 
 
 @dataclass(frozen=True)
@@ -28,6 +37,7 @@ class Case:
 
 
 CASES = [
+    Case("00_setup.ipynb", lanes=COLAB),
     Case("00_setup.ipynb", {"virtual_replicas": 1, "global_batch": 3}),
     Case("00_setup.ipynb", {"virtual_replicas": 2, "global_batch": 4}),
     Case("00_setup.ipynb", {"virtual_replicas": 8, "global_batch": 16, "seed": 7}),
@@ -79,7 +89,7 @@ CASES = [
         {},
         "EstimatorUnavailableError",
         "which has no tf.compat.v1.estimator (TPUEstimator): TensorFlow removed it in 2.16",
-        lanes=CURRENT,
+        lanes=NO_ESTIMATOR,
     ),
     Case(
         "01_tpu_estimator.ipynb",
@@ -88,6 +98,7 @@ CASES = [
         "accelerator='tpu' was requested but this machine has no TPU",
         lanes=REFERENCE,
     ),
+    Case("02_keras_fit.ipynb", lanes=COLAB),
     Case(
         "02_keras_fit.ipynb",
         {"virtual_replicas": 1, "epochs": 2, "steps_per_epoch": 10, "steps_per_execution": 10},
@@ -112,6 +123,7 @@ CASES = [
         "ParameterError",
         "steps_per_execution=0 (int): expected an integer from 1 to 1000",
     ),
+    Case("03_custom_loop.ipynb", lanes=COLAB),
     Case("03_custom_loop.ipynb", {"virtual_replicas": 1, "steps": 30, "steps_per_call": 7}),
     Case(
         "03_custom_loop.ipynb",

@@ -4,16 +4,18 @@ Every good run asserts, inside the notebook, that TPUEstimator, Model.fit and th
 agree (bit-identical on one replica, within 1e-6 on several), that a checkpoint carried over
 with its slots continues exactly, and that the two SavedModels serve the same predictions.
 In the reference lane TensorFlow 1 trains live and must equal the recorded fixture; in the
-current lane the fixture stands in for it, which only works for the recorded 100 steps.
+current and Colab lanes the fixture stands in for it, which only works for the recorded 100
+steps.
 """
 
 from __future__ import annotations
 
-from notebook_cases import CURRENT, REFERENCE, Case
+from notebook_cases import COLAB, CURRENT, REFERENCE, Case
 
 NOTEBOOK = "04_verify_migration.ipynb"
 
 CASES_04 = [
+    Case(NOTEBOOK, lanes=COLAB),
     Case(NOTEBOOK, {"virtual_replicas": 1}),
     Case(NOTEBOOK, {"virtual_replicas": 2, "steps": 120, "seed": 7}, lanes=REFERENCE),
     Case(NOTEBOOK, {"virtual_replicas": 8}),

@@ -1,8 +1,13 @@
-"""The Colab set-up on faked runtimes: which installs it plans, in which case."""
+"""The Colab set-up on faked runtimes: which installs it plans, in which case; and the Colab
+lane (requirements-colab.txt) tests exactly the TensorFlow that the set-up installs."""
 
 from __future__ import annotations
 
+import re
 import sys
+from importlib.metadata import version
+
+from conftest import LANE, ROOT
 
 from helpers import colab
 from helpers.runtime import choose
@@ -38,7 +43,7 @@ def test_colab_tpu_vm_gets_tensorflow_tpu_with_libtpu_and_tpu_name_local(machine
         "pip",
         "install",
         "--quiet",
-        "tensorflow-tpu==2.20.0",
+        f"tensorflow-tpu=={colab.TENSORFLOW_VERSION}",
         "libtpu~=0.0.14",
     ]
     assert "/dev/accel0" in todo.notes[0]
@@ -78,3 +83,36 @@ def test_tf1_notebook_on_colab_installs_nothing_and_says_why(machine):
     assert todo.installs == ()
     assert "cannot run on Colab" in todo.notes[0] and "TensorFlow 2.15" in todo.notes[0]
     assert "reference lane" in todo.notes[0]
+
+
+def test_the_colab_lane_pins_the_tensorflow_that_the_colab_setup_installs():
+    requirements = (ROOT / "requirements-colab.txt").read_text()
+    pins = re.findall(r"^tensorflow==(\S+)$", requirements, flags=re.MULTILINE)
+    assert pins == [colab.TENSORFLOW_VERSION], (
+        f"requirements-colab.txt pins tensorflow {pins}, helpers.colab installs "
+        f"tensorflow-tpu=={colab.TENSORFLOW_VERSION}: regenerate requirements-colab.txt "
+        "(its header says how)"
+    )
+    assert colab.TPU_PACKAGES[0] == f"tensorflow-tpu=={colab.TENSORFLOW_VERSION}"
+    unpinned = [
+        line
+        for line in requirements.splitlines()
+        if line.strip() and not line.startswith("#") and "==" not in line
+    ]
+    assert not unpinned, f"requirements-colab.txt must pin every package: {unpinned}"
+
+
+def release(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", text)[:3])
+
+
+def test_each_lane_runs_the_tensorflow_it_stands_for():
+    """Reference: requirements.txt's pin; Colab: what the set-up installs; current: newer."""
+    installed = version("tensorflow")
+    if LANE == "reference":
+        pinned = re.search(r"^tensorflow==(\S+)$", (ROOT / "requirements.txt").read_text(), re.M)
+        assert pinned and installed == pinned.group(1)
+    elif LANE == "colab":
+        assert installed == colab.TENSORFLOW_VERSION
+    else:
+        assert release(installed) >= release(colab.TENSORFLOW_VERSION), installed

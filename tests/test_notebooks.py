@@ -1,10 +1,16 @@
-"""Run the notebooks with papermill under other parameters (the nbval run uses the defaults)."""
+"""Run the notebooks with papermill as Colab's "Run all" would, under the lane's parameters.
+
+Every run ignores the `raises-exception` tag and stops at the first error (tools.nbexec): a
+good case passes only when no cell ended in an error; a bad case must stop with exactly one
+error, the expected one. The nbval run (reference lane) covers the defaults there.
+"""
 
 from __future__ import annotations
 
 import json
 import re
 from collections import defaultdict
+from importlib.metadata import version
 
 import nbformat
 import pytest
@@ -48,6 +54,8 @@ def record(path, case: Case, outcome: Outcome, passed: bool) -> None:
         "replicas": int(replicas.group(1)) if replicas else None,
         "expected_error": case.error,
         "passed": passed,
+        "tensorflow": version("tensorflow"),
+        "keras": version("keras"),
     }
     with path.open("a") as file:
         file.write(json.dumps(entry) + "\n")
@@ -76,6 +84,13 @@ def test_every_notebook_has_good_and_bad_runs_and_replica_counts_1_2_8_where_it_
             assert {1, 2, 8} <= replicas[path.name], path.name
 
 
+@pytest.mark.reference_only
+def test_the_colab_lane_runs_every_notebook_once_at_its_defaults():
+    colab = [case for case in CASES if "colab" in case.lanes]
+    assert sorted(case.notebook for case in colab) == [path.name for path in notebook_paths()]
+    assert all(case.parameters == {} for case in colab)
+
+
 @pytest.mark.parametrize("case", LANE_CASES, ids=[case.id for case in LANE_CASES])
 def test_papermill_run(case: Case, tmp_path, compat_records):
     outcome = execute(NOTEBOOKS / case.notebook, tmp_path / case.notebook, case.parameters)
@@ -85,11 +100,9 @@ def test_papermill_run(case: Case, tmp_path, compat_records):
             or f"with {case.parameters['virtual_replicas']} replica" in outcome.runtime_line
         )
     else:
-        unexpected = outcome.unexpected_errors
+        errors = outcome.errors
         passed = (
-            len(unexpected) == 1
-            and unexpected[0].ename == case.error
-            and case.message in unexpected[0].evalue
+            len(errors) == 1 and errors[0].ename == case.error and case.message in errors[0].evalue
         )
     record(compat_records, case, outcome, passed)
     assert passed, outcome.summary()

@@ -49,13 +49,15 @@ def test_workflows_match_the_github_workflow_schema():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_ci_workflow_runs_both_lanes_of_what_ci_runs():
+def test_ci_workflow_runs_the_three_lanes_of_what_ci_runs():
     ci = (ROOT / ".github" / "workflows" / "ci.yml").read_text()
-    assert "lane: [reference, current]" in ci and "make test-${{ matrix.lane }}" in ci
+    assert "lane: [reference, colab, current]" in ci and "make test-${{ matrix.lane }}" in ci
     assert 'python-version: "3.11"' in ci
     assert (ROOT / ".ci" / "run").read_text().rstrip().endswith("make test")
     makefile = (ROOT / "Makefile").read_text()
-    assert "\ntest: test-reference test-current " in makefile
+    assert "\ntest: test-reference test-current test-colab test-docs " in makefile
+    for lane in ("reference", "current", "colab"):
+        assert f"\ntest-{lane}: " in makefile and f"TPU_MIGRATION_LANE={lane} " in makefile
 
 
 @pytest.fixture(scope="session")

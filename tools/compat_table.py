@@ -1,9 +1,10 @@
 """`make compat`: the README's compatibility table, generated from what the tests ran.
 
 tests/test_notebooks.py records every papermill run of a notebook (lane, runtime kind,
-replicas, whether it passed or stopped with its expected message) in build/compat/LANE.jsonl.
-This turns those records into the notebooks x lanes x runtimes table between the markers in
-README.md. Runtimes no test ran on are marked as not verified, never assumed.
+replicas, whether it passed or stopped with its expected message, the TensorFlow and Keras
+versions) in build/compat/LANE.jsonl. This turns those records into the notebooks x lanes x
+runtimes table between the markers in README.md, with a legend that names each lane's
+versions. Runtimes no test ran on are marked as not verified, never assumed.
 
     python -m tools.compat_table          # rewrite the table in README.md
     python -m tools.compat_table --check  # fail if README.md disagrees with the records
@@ -17,14 +18,17 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+from helpers.colab import TENSORFLOW_VERSION as COLAB_TENSORFLOW
 from tools.project import ROOT, notebook_paths
 
 RECORDS = ROOT / "build" / "compat"
 README = ROOT / "README.md"
 START = "<!-- compatibility-table:start -->"
 END = "<!-- compatibility-table:end -->"
+# Column names, short enough for the site's page width; the legend says what each one is.
 LANES = {
     "reference": "TF 2.15",
+    "colab": "TF {} (Colab)".format(".".join(COLAB_TENSORFLOW.split(".")[:2])),
     "current": "newest TF",
 }
 KINDS = ("CPU", "GPU", "TPU")
@@ -36,7 +40,7 @@ def read_records(folder: Path = RECORDS) -> list[dict]:
         path = folder / f"{lane}.jsonl"
         if not path.exists():
             raise FileNotFoundError(
-                f"{path} is missing: run `make test` (both lanes) before generating the table"
+                f"{path} is missing: run `make test` (every lane) before generating the table"
             )
         records += [json.loads(line) for line in path.read_text().splitlines() if line]
     return records
@@ -60,6 +64,26 @@ def cell(runs: list[dict]) -> str:
     return "only bad parameters tested"
 
 
+def versions(records: list[dict], lane: str) -> str:
+    """The versions a lane's runs recorded, e.g. "TensorFlow 2.20.0, Keras 3.15.1"."""
+    found = sorted({(r.get("tensorflow"), r.get("keras")) for r in records if r["lane"] == lane})
+    named = [f"TensorFlow {tf}, Keras {keras}" for tf, keras in found if tf and keras]
+    return "; ".join(named) or "versions not recorded"
+
+
+def legend(records: list[dict]) -> str:
+    reference, colab, current = (versions(records, lane) for lane in LANES)
+    return (
+        f"{LANES['reference']}: the reference lane ({reference}, with `tf.estimator`). "
+        f"{LANES['colab']}: the Colab lane ({colab}), the release that `helpers.colab` installs "
+        "on a Colab TPU runtime and that Colab's CPU/GPU images ship, tested with its CPU build "
+        f"on Python 3.11 (Colab's Python is newer). {LANES['current']}: the current lane, the "
+        f"newest release ({current} at the last run). Without `tf.estimator` (TensorFlow 2.16 "
+        "and newer) notebook 01 stops at once and says why. CPU runs use virtual devices "
+        'standing in for TPU cores. A runtime no test has run on is marked "not verified".'
+    )
+
+
 def table(records: list[dict]) -> str:
     runs: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
     for record in records:
@@ -71,13 +95,7 @@ def table(records: list[dict]) -> str:
             cell(runs[(path.name, lane, kind)]) for lane in LANES for kind in KINDS
         ]
         lines.append("| " + " | ".join(row) + " |")
-    note = (
-        "TF 2.15: the reference lane (Keras 2, with `tf.estimator`); newest TF: the current "
-        "lane (Keras 3, no `tf.estimator`, so notebook 01 stops at once and says why). CPU runs "
-        "use virtual devices standing in for TPU cores. A runtime no test has run on is marked "
-        '"not verified".'
-    )
-    return "\n".join(lines) + "\n\n" + note
+    return "\n".join(lines) + "\n\n" + legend(records)
 
 
 def with_table(readme: str, rendered: str) -> str:
