@@ -6,6 +6,7 @@ from __future__ import annotations
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
+from tools.compat_table import LANES, table
 from tools.nbexec import PAPERMILL_MARKER_TAG, RAISES_EXCEPTION_TAG, execute, inspect
 from tools.set_repository import rewrite
 
@@ -122,3 +123,40 @@ def test_set_repository_rewrites_links_and_setup_cells_only_for_the_old_slug():
         "[Colab](https://colab.research.google.com/github/new/place/blob/main/notebooks/x.ipynb) "
         '"git+https://github.com/new/place@main" and github.com/old/repository-other'
     )
+
+
+def test_compatibility_table_has_a_column_per_lane_and_names_every_runtime_in_it():
+    def run(notebook, lane, replicas=8, error=None, passed=True):
+        versions = {"reference": "2.15.1", "colab": "2.20.0", "current": "2.21.0"}
+        return {
+            "notebook": notebook,
+            "lane": lane,
+            "kind": "CPU",
+            "replicas": None if error else replicas,
+            "expected_error": error,
+            "passed": passed,
+            "tensorflow": versions[lane],
+            "keras": "2.15.0" if lane == "reference" else "3.15.1",
+        }
+
+    records = [
+        run("00_setup.ipynb", "reference", 1),
+        run("00_setup.ipynb", "reference", 8),
+        run("00_setup.ipynb", "colab"),
+        run("00_setup.ipynb", "current", 2, passed=False),
+        run("01_tpu_estimator.ipynb", "colab", error="EstimatorUnavailableError"),
+    ]
+    lines = table(records).splitlines()
+    assert lines[0] == "| notebook | TF 2.15 | TF 2.20 (Colab) | newest TF |"
+    assert list(LANES) == ["reference", "colab", "current"]
+    assert lines[2] == (
+        "| 00_setup | CPU: runs (1, 8 replicas); GPU, TPU: not verified "
+        "| CPU: runs (8 replicas); GPU, TPU: not verified "
+        "| CPU: fails (1 of 1 runs); GPU, TPU: not verified |"
+    )
+    assert lines[3] == (
+        "| 01_tpu_estimator | CPU, GPU, TPU: not verified "
+        "| CPU: stops with a clear message; GPU, TPU: not verified "
+        "| CPU, GPU, TPU: not verified |"
+    )
+    assert "the Colab lane (TensorFlow 2.20.0, Keras 3.15.1)" in table(records)

@@ -3,8 +3,9 @@
 tests/test_notebooks.py records every papermill run of a notebook (lane, runtime kind,
 replicas, whether it passed or stopped with its expected message, the TensorFlow and Keras
 versions) in build/compat/LANE.jsonl. This turns those records into the notebooks x lanes x
-runtimes table between the markers in README.md, with a legend that names each lane's
-versions. Runtimes no test ran on are marked as not verified, never assumed.
+runtimes table between the markers in README.md (a column per lane, each cell naming the
+runtimes), with a legend that names each lane's versions. Runtimes no test ran on are marked
+as not verified, never assumed.
 
     python -m tools.compat_table          # rewrite the table in README.md
     python -m tools.compat_table --check  # fail if README.md disagrees with the records
@@ -57,7 +58,8 @@ def cell(runs: list[dict]) -> str:
         return f"fails ({len(failed)} of {len(runs)} runs)"
     if good:
         replicas = sorted({run["replicas"] for run in good if run["replicas"]})
-        counts = f" ({', '.join(map(str, replicas))} replicas)" if replicas else ""
+        noun = "replica" if replicas == [1] else "replicas"
+        counts = f" ({', '.join(map(str, replicas))} {noun})" if replicas else ""
         return f"runs{counts}"
     if stops:
         return "stops with a clear message"
@@ -73,27 +75,43 @@ def versions(records: list[dict], lane: str) -> str:
 
 def legend(records: list[dict]) -> str:
     reference, colab, current = (versions(records, lane) for lane in LANES)
-    return (
-        f"{LANES['reference']}: the reference lane ({reference}, with `tf.estimator`). "
-        f"{LANES['colab']}: the Colab lane ({colab}), the release that `helpers.colab` installs "
-        "on a Colab TPU runtime and that Colab's CPU/GPU images ship, tested with its CPU build "
-        f"on Python 3.11 (Colab's Python is newer). {LANES['current']}: the current lane, the "
-        f"newest release ({current} at the last run). Without `tf.estimator` (TensorFlow 2.16 "
-        "and newer) notebook 01 stops at once and says why. CPU runs use virtual devices "
-        'standing in for TPU cores. A runtime no test has run on is marked "not verified".'
+    return "\n".join(
+        [
+            f"- **{LANES['reference']}**: the reference lane ({reference}, with `tf.estimator`).",
+            f"- **{LANES['colab']}**: the Colab lane ({colab}), the release that `helpers.colab` "
+            "installs on a Colab TPU runtime and that Colab's CPU/GPU images ship, tested with "
+            "its CPU build on Python 3.11 (Colab's Python is newer).",
+            f"- **{LANES['current']}**: the current lane, the newest release ({current} at the "
+            "last run).",
+            "",
+            "Without `tf.estimator` (TensorFlow 2.16 and newer) notebook 01 stops at once and "
+            "says why. CPU runs use virtual devices standing in for TPU cores. A runtime no test "
+            'has run on is marked "not verified".',
+        ]
+    )
+
+
+def lane_cell(runs: dict[tuple[str, str, str], list[dict]], notebook: str, lane: str) -> str:
+    """One notebook on one lane, runtime by runtime; runtimes with the same verdict share it:
+    "CPU: runs (1, 2, 8 replicas); GPU, TPU: not verified"."""
+    kinds_by_verdict: dict[str, list[str]] = defaultdict(list)
+    for kind in KINDS:
+        kinds_by_verdict[cell(runs[(notebook, lane, kind)])].append(kind)
+    return "; ".join(
+        f"{', '.join(kinds)}: {verdict}" for verdict, kinds in kinds_by_verdict.items()
     )
 
 
 def table(records: list[dict]) -> str:
+    """One column per lane (few enough columns to fit the site's page), each cell naming every
+    runtime of that lane."""
     runs: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
     for record in records:
         runs[(record["notebook"], record["lane"], record["kind"])].append(record)
-    header = ["notebook"] + [f"{LANES[lane]} {kind}" for lane in LANES for kind in KINDS]
+    header = ["notebook", *LANES.values()]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for path in notebook_paths():
-        row = [path.stem] + [
-            cell(runs[(path.name, lane, kind)]) for lane in LANES for kind in KINDS
-        ]
+        row = [path.stem] + [lane_cell(runs, path.name, lane) for lane in LANES]
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines) + "\n\n" + legend(records)
 
