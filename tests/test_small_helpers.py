@@ -1,4 +1,4 @@
-"""helpers.compat, helpers.data and helpers.summaries."""
+"""helpers.compat, helpers.regression and helpers.summaries."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from conftest import run_python_json
 
-from helpers import data
+from helpers import regression
 from helpers.compat import EstimatorUnavailableError, require_estimator
 
 
@@ -45,20 +45,21 @@ def test_require_estimator_accepts_the_real_reference_lane():
 
 
 def test_regression_data_is_deterministic_and_follows_the_true_model():
-    features, labels = data.regression_data(256, seed=0)
-    again, _ = data.regression_data(256, seed=0)
-    other, _ = data.regression_data(256, seed=1)
+    features, labels = regression.regression_data(256, seed=0)
+    again, _ = regression.regression_data(256, seed=0)
+    other, _ = regression.regression_data(256, seed=1)
     assert features.dtype == labels.dtype == np.float32
     assert features.shape == (256, 2) and labels.shape == (256, 1)
     assert np.array_equal(features, again) and not np.array_equal(features, other)
-    residual = labels - (features @ data.TRUE_KERNEL + data.TRUE_BIAS)
+    residual = labels - (features @ regression.TRUE_KERNEL + regression.TRUE_BIAS)
     assert 0.005 < residual.std() < 0.02
 
 
 def test_train_and_eval_sets_differ():
-    (train_x, _), (eval_x, _) = data.train_and_eval_data(seed=0)
-    assert train_x.shape == (data.TRAIN_EXAMPLES, 2) and eval_x.shape == (data.EVAL_EXAMPLES, 2)
-    assert not np.array_equal(train_x[: data.EVAL_EXAMPLES], eval_x)
+    (train_x, _), (eval_x, _) = regression.train_and_eval_data(seed=0)
+    assert train_x.shape == (regression.TRAIN_EXAMPLES, 2)
+    assert eval_x.shape == (regression.EVAL_EXAMPLES, 2)
+    assert not np.array_equal(train_x[: regression.EVAL_EXAMPLES], eval_x)
 
 
 def test_read_scalars_reads_tf2_summaries_by_step_and_reports_missing_tags(tmp_path):

@@ -41,11 +41,11 @@ def run_tf1(work_dir: Path, steps: int, continue_steps: int) -> dict:
     import tensorflow as tf
     import tensorflow.compat.v1 as tf1
 
-    from helpers import data
+    from helpers import regression
     from helpers.reproducibility import make_reproducible
 
     make_reproducible(SEED)
-    (train_x, train_y), (eval_x, _) = data.train_and_eval_data(seed=0)
+    (train_x, train_y), (eval_x, _) = regression.train_and_eval_data(seed=0)
     step_losses: list[float] = []
 
     class LossPerStep(tf1.train.SessionRunHook):
@@ -69,8 +69,8 @@ def run_tf1(work_dir: Path, steps: int, continue_steps: int) -> dict:
     def model_fn(features, labels, mode, params):
         dense = tf1.layers.Dense(
             1,
-            kernel_initializer=tf1.constant_initializer(data.INITIAL_KERNEL),
-            bias_initializer=tf1.constant_initializer(data.INITIAL_BIAS),
+            kernel_initializer=tf1.constant_initializer(regression.INITIAL_KERNEL),
+            bias_initializer=tf1.constant_initializer(regression.INITIAL_BIAS),
             name="dense",
         )
         predictions = dense(features["x"])
