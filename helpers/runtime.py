@@ -1,34 +1,24 @@
-"""Choose and build the distribution strategy for the machine the notebook runs on.
+"""Which runtime a notebook runs on, and one line that describes the strategy it built.
 
-One call, `setup()`, gives every notebook the same code on a TPU, on GPUs and on a plain CPU.
-The order is: an explicit request > a TPU found > GPU(s) found > CPU. On a CPU the single
-physical device is split into N logical devices (8 by default, standing in for the 8 cores of
-a v2-8/v3-8 TPU) and a MirroredStrategy runs one replica on each, so that the replication,
-per-replica batches and all-reduces of a TPU are exercised without one. N=1 gives TensorFlow's
-default strategy.
+The notebooks build their strategy themselves, in one visible cell: the guide's four calls on
+a TPU, `MirroredStrategy` on GPUs, the CPU split into virtual devices otherwise. This module
+only decides which branch that cell takes (`choose`) and prints what it got (`describe`).
 
-The choice (`choose`) touches no TensorFlow runtime state, so it can be tested against fake
-machines and it never spoils the CPU split by initialising devices too early.
+`choose` looks at the machine without initialising TensorFlow's devices: once they exist the
+CPU can no longer be split into virtual devices. It also checks that a TPU given by a
+`grpc://` address answers, because TensorFlow itself retries a dead address for minutes.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
-from helpers.environment import (
-    GpuLister,
-    Probe,
-    TpuTarget,
-    find_tpu,
-    grpc_address_answers,
-    tensorflow_gpus,
-)
+from helpers.environment import GpuLister, Probe, find_tpu, grpc_address_answers, tensorflow_gpus
 from helpers.errors import ParameterError, RuntimeUnavailableError
 
 ACCELERATORS = ("auto", "tpu", "gpu", "cpu")
-DEFAULT_VIRTUAL_REPLICAS = 8
 Kind = Literal["TPU", "GPU", "CPU"]
 
 HOW_TO_GET_A_TPU = (
@@ -41,57 +31,41 @@ HOW_TO_GET_A_TPU = (
 
 @dataclass(frozen=True)
 class Choice:
-    """Which kind of runtime to build, and why (before any TensorFlow device exists)."""
+    """The kind of runtime, why, and for a TPU the argument of `TPUClusterResolver(tpu=...)`."""
 
     kind: Kind
     reason: str
-    tpu: TpuTarget | None = None
-    gpus: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Runtime:
-    """The runtime a notebook got: what it is, why it was chosen, and its strategy."""
-
-    kind: Kind
-    replicas: int
-    devices: tuple[str, ...]
-    tf_version: str
-    keras_version: str
-    reason: str
-    strategy: Any = field(repr=False, compare=False)
-
-    @property
-    def strategy_name(self) -> str:
-        return type(self.strategy).__name__
-
-    def __str__(self) -> str:
-        return (
-            f"Runtime: {self.kind} | {self.strategy_name} with {self.replicas} "
-            f"replica{'s' if self.replicas != 1 else ''} on {compact_devices(self.devices)} | "
-            f"TensorFlow {self.tf_version}, Keras {self.keras_version} | {self.reason}"
-        )
+    tpu_address: str | None = None  # 'local', a TPU name or a grpc:// address
 
 
 def choose(
     accelerator: str = "auto",
-    tpu: str | None = None,
+    tpu_name: str | None = None,
     *,
     probe: Probe | None = None,
     list_gpus: GpuLister = tensorflow_gpus,
 ) -> Choice:
-    """Decide between TPU, GPU and CPU without initialising TensorFlow's devices."""
+    """Decide between TPU, GPU and CPU without initialising TensorFlow's devices.
+
+    Order: an explicit request > a TPU found > GPU(s) found > CPU. A TPU at a `grpc://`
+    address that does not answer fails here, in seconds, with the address and the fix.
+    """
     request = str(accelerator).lower()
     if request not in ACCELERATORS:
         raise ParameterError(
             f"accelerator={accelerator!r} is not one of {', '.join(map(repr, ACCELERATORS))}."
         )
-    probe = probe or Probe()
     if request in ("auto", "tpu"):
-        target = find_tpu(probe, tpu)
+        target = find_tpu(probe or Probe(), tpu_name or None)
         if target is not None:
+            problem = grpc_address_answers(target.resolver_arg)
+            if problem:
+                raise RuntimeUnavailableError(
+                    f"The TPU at {target.resolver_arg} ({target.evidence}) does not answer: "
+                    f"{problem}. Check the address and that the TPU is running. " + HOW_TO_GET_A_TPU
+                )
             prefix = "TPU requested; " if request == "tpu" else ""
-            return Choice("TPU", f"{prefix}found {target.evidence}", tpu=target)
+            return Choice("TPU", f"{prefix}found {target.evidence}", target.resolver_arg)
         if request == "tpu":
             raise RuntimeUnavailableError(
                 "accelerator='tpu' was requested but this machine has no TPU. Looked for: the "
@@ -101,10 +75,10 @@ def choose(
             )
     if request == "cpu":
         return Choice("CPU", "CPU requested")
-    gpus = tuple(list_gpus())
+    gpus = list_gpus()
     if gpus:
         prefix = "GPU requested; " if request == "gpu" else "no TPU found; "
-        return Choice("GPU", f"{prefix}TensorFlow sees {len(gpus)} GPU(s)", gpus=gpus)
+        return Choice("GPU", f"{prefix}TensorFlow sees {len(gpus)} GPU(s)")
     if request == "gpu":
         raise RuntimeUnavailableError(
             "accelerator='gpu' was requested but TensorFlow sees no GPU. In Colab choose "
@@ -114,58 +88,26 @@ def choose(
     return Choice("CPU", "no TPU and no GPU found")
 
 
-def setup(
-    accelerator: str = "auto",
-    virtual_replicas: int = DEFAULT_VIRTUAL_REPLICAS,
-    tpu: str | None = None,
-    *,
-    probe: Probe | None = None,
-    list_gpus: GpuLister = tensorflow_gpus,
-) -> Runtime:
-    """Pick the runtime, build its distribution strategy and describe it.
-
-    `virtual_replicas` only applies to the CPU: the number of logical CPU devices (and so of
-    replicas) standing in for TPU cores. On a TPU or GPU the hardware decides.
-    """
-    if isinstance(virtual_replicas, bool) or not isinstance(virtual_replicas, int):
-        raise ParameterError(f"virtual_replicas={virtual_replicas!r} must be an integer >= 1.")
-    if virtual_replicas < 1:
-        raise ParameterError(f"virtual_replicas={virtual_replicas!r} must be >= 1.")
-    choice = choose(accelerator, tpu or None, probe=probe, list_gpus=list_gpus)
-    if choice.kind == "TPU":
-        assert choice.tpu is not None
-        strategy = _tpu_strategy(choice.tpu)
-        reason = choice.reason
-    elif choice.kind == "GPU":
-        strategy = _gpu_strategy(choice.gpus)
-        reason = choice.reason
-    else:
-        strategy = _cpu_strategy(virtual_replicas)
-        stand_in = (
-            f"{virtual_replicas} virtual CPU devices stand in for TPU cores"
-            if virtual_replicas > 1
-            else "one CPU device, TensorFlow's default strategy"
-        )
-        reason = f"{choice.reason}; {stand_in}"
-    return describe(strategy, choice.kind, reason)
-
-
-def describe(strategy: Any, kind: Kind, reason: str) -> Runtime:
-    """Summarise a built strategy: kind, replicas, devices, versions and the reason."""
+def describe(strategy: Any, choice: Choice) -> str:
+    """One line: kind, strategy, replicas, devices, versions, and why this runtime."""
     import tensorflow as tf
 
     try:
         devices = tuple(strategy.extended.worker_devices)
     except RuntimeError:  # the default strategy runs on TensorFlow's default device
         devices = (tf.config.list_logical_devices()[0].name,)
-    return Runtime(
-        kind=kind,
-        replicas=strategy.num_replicas_in_sync,
-        devices=devices,
-        tf_version=tf.__version__,
-        keras_version=keras_version(),
-        reason=reason,
-        strategy=strategy,
+    replicas = strategy.num_replicas_in_sync
+    reason = choice.reason
+    if choice.kind == "CPU":
+        reason += (
+            f"; {replicas} virtual CPU devices stand in for TPU cores"
+            if replicas > 1
+            else "; one CPU device, TensorFlow's default strategy"
+        )
+    return (
+        f"Runtime: {choice.kind} | {type(strategy).__name__} with {replicas} "
+        f"replica{'s' if replicas != 1 else ''} on {compact_devices(devices)} | "
+        f"TensorFlow {tf.__version__}, Keras {keras_version()} | {reason}"
     )
 
 
@@ -176,62 +118,7 @@ def keras_version() -> str:
     import tensorflow as tf
 
     package = tf.keras.Model.__module__.split(".")[0]  # 'keras', 'tf_keras' or 'tensorflow'
-    module = importlib.import_module(package)
-    return str(getattr(module, "__version__", "unknown"))
-
-
-def _tpu_strategy(target: TpuTarget) -> Any:
-    problem = grpc_address_answers(target.resolver_arg)
-    if problem:
-        raise RuntimeUnavailableError(
-            f"The TPU at {target.resolver_arg} ({target.evidence}) does not answer: {problem}. "
-            "Check the address and that the TPU is running. " + HOW_TO_GET_A_TPU
-        )
-    import tensorflow as tf
-
-    try:
-        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=target.resolver_arg)
-        tf.config.experimental_connect_to_cluster(resolver)
-        tf.tpu.experimental.initialize_tpu_system(resolver)
-    except Exception as error:
-        first_line = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
-        if len(first_line) > 160:
-            first_line = first_line[:157] + "..."
-        raise RuntimeUnavailableError(
-            f"A TPU was found ({target.evidence}) but TensorFlow could not initialise it with "
-            f"TPUClusterResolver(tpu={target.resolver_arg!r}): {type(error).__name__}: "
-            f"{first_line}. On a TPU VM install the TPU build of TensorFlow "
-            "(tensorflow-tpu with its matching libtpu); for a remote TPU check TPU_NAME."
-        ) from None
-    return tf.distribute.TPUStrategy(resolver)
-
-
-def _gpu_strategy(gpus: tuple[str, ...]) -> Any:
-    import tensorflow as tf
-
-    names = [re.sub(r"^/physical_device:", "/device:", name) for name in gpus]
-    return tf.distribute.MirroredStrategy(names)
-
-
-def _cpu_strategy(virtual_replicas: int) -> Any:
-    import tensorflow as tf
-
-    if virtual_replicas == 1:
-        return tf.distribute.get_strategy()
-    cpu = tf.config.list_physical_devices("CPU")[0]
-    wanted = [tf.config.LogicalDeviceConfiguration()] * virtual_replicas
-    try:
-        tf.config.set_logical_device_configuration(cpu, wanted)
-    except RuntimeError:
-        current = len(tf.config.list_logical_devices("CPU"))
-        if current != virtual_replicas:
-            raise RuntimeUnavailableError(
-                f"This Python process already initialised TensorFlow with {current} CPU "
-                f"device(s), so it cannot be split into {virtual_replicas} any more. Restart "
-                "the kernel and run the notebook from the top."
-            ) from None
-    names = [device.name for device in tf.config.list_logical_devices("CPU")]
-    return tf.distribute.MirroredStrategy(names)
+    return str(getattr(importlib.import_module(package), "__version__", "unknown"))
 
 
 def compact_devices(devices: tuple[str, ...]) -> str:
@@ -243,7 +130,5 @@ def compact_devices(devices: tuple[str, ...]) -> str:
     indices = [int(match.group(2)) for match in parsed if match]
     if len(kinds) == 1 and indices == list(range(indices[0], indices[0] + len(indices))):
         kind = kinds.pop()
-        if len(indices) == 1:
-            return f"{kind}:{indices[0]}"
-        return f"{kind}:{indices[0]}-{indices[-1]}"
+        return f"{kind}:{indices[0]}" + (f"-{indices[-1]}" if len(indices) > 1 else "")
     return ", ".join(f"{match.group(1)}:{match.group(2)}" for match in parsed if match)

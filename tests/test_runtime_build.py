@@ -1,92 +1,96 @@
-"""Building strategies for real, each case in a fresh interpreter."""
+"""The notebooks' TPU-initialisation cell, run for real on the CPU, each case in a fresh process.
+
+The code is the cell of notebooks/02_keras_fit.ipynb that calls `runtime.choose`, taken from
+the notebook itself, so these tests run exactly what a reader copies (the same cell is in
+notebooks 00, 03 and 04). A process can split its CPU into virtual devices only once, hence
+one interpreter per case.
+"""
 
 from __future__ import annotations
 
-import time
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
-from conftest import run_python, run_python_json
 
 from helpers.runtime import compact_devices
 
-SETUP_AND_REPORT = """
-import json
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOK = ROOT / "notebooks" / "02_keras_fit.ipynb"
+
+PREAMBLE = """
 from helpers import runtime
 from helpers.quiet import quiet_logs
 quiet_logs()
-rt = runtime.setup("cpu", {replicas})
-print(json.dumps({{"kind": rt.kind, "replicas": rt.replicas, "devices": list(rt.devices),
-                  "strategy": rt.strategy_name, "line": str(rt)}}))
+import tensorflow as tf
+accelerator, tpu_name, virtual_replicas = "{accelerator}", "", {replicas}
 """
+REPORT = """
+import json
+print(json.dumps({"replicas": strategy.num_replicas_in_sync, "kind": choice.kind,
+                  "strategy": type(strategy).__name__,
+                  "cpus": len(tf.config.list_logical_devices("CPU"))}))
+"""
+
+
+def initialisation_cell() -> str:
+    cells = json.loads(NOTEBOOK.read_text())["cells"]
+    code = ["".join(cell["source"]) for cell in cells if cell["cell_type"] == "code"]
+    matches = [source for source in code if "runtime.choose(" in source]
+    assert len(matches) == 1, "02_keras_fit must have exactly one TPU-initialisation cell"
+    return matches[0]
+
+
+def run_python(code: str, env: dict[str, str | None] | None = None) -> subprocess.CompletedProcess:
+    """Run `code` in a fresh interpreter; in `env`, a value of None removes the variable."""
+    full_env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for name, value in (env or {}).items():
+        if value is None:
+            full_env.pop(name, None)
+        else:
+            full_env[name] = value
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=300,
+        cwd=ROOT,
+    )
 
 
 @pytest.mark.parametrize(
     ("replicas", "strategy"),
     [(1, "_DefaultDistributionStrategy"), (2, "MirroredStrategy"), (8, "MirroredStrategy")],
 )
-def test_cpu_is_split_into_the_requested_number_of_replicas(replicas, strategy):
-    report = run_python_json(SETUP_AND_REPORT.format(replicas=replicas))
-    assert report["kind"] == "CPU"
-    assert report["replicas"] == replicas
-    assert len(report["devices"]) == replicas
-    assert report["strategy"] == strategy
-    assert report["line"].startswith(f"Runtime: CPU | {strategy} with {replicas} replica")
-    assert "CPU requested" in report["line"] and "TensorFlow 2." in report["line"]
-
-
-def test_a_second_setup_with_another_split_asks_for_a_kernel_restart():
-    result = run_python(
-        "from helpers import runtime\n"
-        "runtime.setup('cpu', 4)\n"
-        "runtime.setup('cpu', 4)  # the same split again is fine\n"
-        "runtime.setup('cpu', 2)\n"
+def test_the_notebook_cell_builds_the_requested_replicas_on_the_cpu(replicas, strategy):
+    code = PREAMBLE.format(accelerator="cpu", replicas=replicas) + initialisation_cell() + REPORT
+    result = run_python(code)
+    assert result.returncode == 0, result.stderr[-3000:]
+    *printed, report_line = result.stdout.strip().splitlines()
+    report = json.loads(report_line)
+    assert report == {"replicas": replicas, "kind": "CPU", "strategy": strategy, "cpus": replicas}
+    assert printed == [printed[0]] and printed[0].startswith(
+        f"Runtime: CPU | {strategy} with {replicas} replica"
     )
-    assert result.returncode != 0
-    assert "RuntimeUnavailableError" in result.stderr
-    assert "already initialised TensorFlow with 4 CPU device(s)" in result.stderr
-    assert "Restart the kernel" in result.stderr
-
-
-def test_tpu_found_but_not_initialisable_is_one_clear_error(tmp_path):
-    """A TPU VM's device file without a TPU build of TensorFlow behind it."""
-    (tmp_path / "dev").mkdir()
-    (tmp_path / "dev" / "accel0").write_text("")
-    result = run_python(
-        "from pathlib import Path\n"
-        "from helpers import runtime\n"
-        "from helpers.environment import Probe\n"
-        f"runtime.setup('auto', 8, probe=Probe(env={{}}, root=Path({str(tmp_path)!r})))\n"
-    )
-    assert result.returncode != 0
-    last_line = result.stderr.strip().splitlines()[-1]
-    assert last_line.startswith("helpers.errors.RuntimeUnavailableError: A TPU was found")
-    assert "TPUClusterResolver(tpu='local')" in last_line
-    assert "tensorflow-tpu" in last_line
-
-
-def test_a_tpu_address_that_does_not_answer_fails_fast_and_clearly():
-    started = time.monotonic()
-    result = run_python(
-        "from helpers import runtime\nruntime.setup('tpu', 8, 'grpc://127.0.0.1:1')"
-    )
-    assert time.monotonic() - started < 60
-    last_line = result.stderr.strip().splitlines()[-1]
-    assert "The TPU at grpc://127.0.0.1:1" in last_line and "does not answer" in last_line
+    assert "CPU requested" in printed[0] and "TensorFlow 2." in printed[0]
+    devices = f"CPU:0-{replicas - 1}" if replicas > 1 else "CPU:0"
+    assert f" on {devices} |" in printed[0]
+    stands_in = "virtual CPU devices stand in for TPU cores" in printed[0]
+    assert stands_in == (replicas > 1)
 
 
 def test_quiet_logs_keeps_tensorflow_silent_and_verbose_mode_does_not():
-    code = (
-        "from helpers.quiet import quiet_logs\n"
-        "quiet_logs()\n"
-        "import tensorflow as tf\n"
-        "from helpers import runtime\n"
-        "runtime.setup('cpu', 2)\n"
-        "tf.compat.v1.train.AdagradOptimizer(0.1)\n"
-    )
-    quiet = run_python(code, env={"TPU_MIGRATION_VERBOSE": None, "TF_CPP_MIN_LOG_LEVEL": None})
+    code = PREAMBLE.format(accelerator="cpu", replicas=2) + initialisation_cell()
+    code = code.replace("print(runtime.describe(strategy, choice))", "")
+    code += "\ntf.compat.v1.train.AdagradOptimizer(0.1)\n"
+    quiet = run_python(code, {"TPU_MIGRATION_VERBOSE": None, "TF_CPP_MIN_LOG_LEVEL": None})
     assert quiet.returncode == 0, quiet.stderr
     assert quiet.stderr == "" and quiet.stdout == ""
-    verbose = run_python(code, env={"TPU_MIGRATION_VERBOSE": "1", "TF_CPP_MIN_LOG_LEVEL": None})
+    verbose = run_python(code, {"TPU_MIGRATION_VERBOSE": "1", "TF_CPP_MIN_LOG_LEVEL": None})
     assert verbose.returncode == 0, verbose.stderr
     assert verbose.stderr.strip()  # TensorFlow's own C++ start-up log lines
 

@@ -2,9 +2,15 @@
 
 Each case is a fake machine: device files and PCI entries under a temporary root, and
 environment variables, as found on Colab and Cloud TPU VMs, GPU machines and plain CPUs.
+A TPU given by a grpc:// address must answer: a listening socket on this machine stands in
+for a TPU that does, a closed port for one that does not.
 """
 
 from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Iterator
 
 import pytest
 
@@ -29,14 +35,14 @@ def test_colab_tpu_vm_uses_the_local_tpu(machine):
     machine.add_file("dev/accel0")
     choice = choose("auto", probe=machine.probe(), list_gpus=gpus_must_not_be_listed)
     assert choice.kind == "TPU"
-    assert choice.tpu is not None and choice.tpu.resolver_arg == "local"
+    assert choice.tpu_address == "local"
     assert "/dev/accel0" in choice.reason
 
 
 def test_cloud_tpu_vm_with_vfio_devices_uses_the_local_tpu(machine):
     machine.add_file("dev/vfio/0").add_file("dev/vfio/vfio")
     choice = choose("auto", probe=machine.probe(), list_gpus=gpus_must_not_be_listed)
-    assert choice.tpu is not None and choice.tpu.resolver_arg == "local"
+    assert choice.tpu_address == "local"
     assert "/dev/vfio/0" in choice.reason and "/dev/vfio/vfio" not in choice.reason
 
 
@@ -54,26 +60,64 @@ def test_google_network_card_alone_is_not_a_tpu(machine):
 def test_cloud_tpu_named_by_tpu_name(machine):
     machine.env["TPU_NAME"] = "my-v3-8"
     choice = choose("auto", probe=machine.probe(), list_gpus=gpus_must_not_be_listed)
-    assert choice.kind == "TPU" and choice.tpu is not None
-    assert choice.tpu.resolver_arg == "my-v3-8"
+    assert choice.kind == "TPU" and choice.tpu_address == "my-v3-8"
     assert "TPU_NAME=my-v3-8" in choice.reason
 
 
 def test_tpu_name_parameter_wins_over_tpu_name_variable(machine):
     machine.env["TPU_NAME"] = "from-env"
-    choice = choose("auto", tpu="from-param", probe=machine.probe(), list_gpus=no_gpus)
-    assert choice.tpu is not None and choice.tpu.resolver_arg == "from-param"
+    choice = choose("auto", "from-param", probe=machine.probe(), list_gpus=no_gpus)
+    assert choice.tpu_address == "from-param"
 
 
-def test_legacy_colab_tpu_node_address(machine):
-    machine.env["COLAB_TPU_ADDR"] = "10.0.0.2:8470"
+@pytest.fixture
+def answering_port() -> Iterator[int]:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        yield listener.getsockname()[1]
+
+
+def closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]  # closed again when the block ends: nothing listens
+
+
+def test_legacy_colab_tpu_node_address_that_answers(machine, answering_port):
+    machine.env["COLAB_TPU_ADDR"] = f"127.0.0.1:{answering_port}"
     choice = choose("auto", probe=machine.probe(), list_gpus=no_gpus)
-    assert choice.tpu is not None and choice.tpu.resolver_arg == "grpc://10.0.0.2:8470"
+    assert choice.kind == "TPU"
+    assert choice.tpu_address == f"grpc://127.0.0.1:{answering_port}"
+
+
+def test_grpc_address_parameter_that_answers_is_used(machine, answering_port):
+    address = f"grpc://127.0.0.1:{answering_port}"
+    choice = choose("tpu", address, probe=machine.probe(), list_gpus=gpus_must_not_be_listed)
+    assert choice.tpu_address == address and "TPU requested" in choice.reason
+
+
+@pytest.mark.parametrize("accelerator", ["auto", "tpu"])
+def test_a_tpu_address_that_does_not_answer_fails_fast_naming_address_and_fix(machine, accelerator):
+    address = f"grpc://127.0.0.1:{closed_port()}"
+    started = time.monotonic()
+    with pytest.raises(RuntimeUnavailableError) as raised:
+        choose(accelerator, address, probe=machine.probe(), list_gpus=gpus_must_not_be_listed)
+    assert time.monotonic() - started < 30  # TensorFlow alone would retry for minutes
+    message = str(raised.value)
+    assert address in message and "does not answer" in message
+    assert "Check the address" in message and "accelerator='auto' or 'cpu'" in message
+
+
+def test_a_malformed_grpc_address_is_named(machine):
+    with pytest.raises(RuntimeUnavailableError, match="grpc://HOST:PORT"):
+        choose("tpu", "grpc://no-port", probe=machine.probe(), list_gpus=no_gpus)
 
 
 def test_gpu_machine_gets_the_gpus(machine):
     choice = choose("auto", probe=machine.probe(), list_gpus=one_gpu)
-    assert choice.kind == "GPU" and choice.gpus == ("/physical_device:GPU:0",)
+    assert choice.kind == "GPU" and choice.tpu_address is None
+    assert "1 GPU(s)" in choice.reason
     assert "no TPU found" in choice.reason
 
 
