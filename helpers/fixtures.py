@@ -1,9 +1,10 @@
-"""Stored reference runs under `fixtures/`, found in a checkout or downloaded and verified.
+"""Stored runs under `fixtures/`, found in a checkout or downloaded and verified.
 
-Notebook 04 compares its TensorFlow 2 runs with a TPUEstimator run. Where TPUEstimator cannot
-run (TensorFlow >= 2.16), the recorded run in `fixtures/tf1_reference` stands in for it. In a
-checkout it sits beside the `helpers` package; Colab installs the package alone, so there the
-files listed in the fixture's manifest are downloaded and each is checked against its sha256.
+Notebook 04 compares its TensorFlow 2 runs with notebook 01's TPUEstimator run, stored in
+`fixtures/tf1_reference` by `python -m tools.make_tf1_fixture` (TPUEstimator is gone from
+TensorFlow 2.16 on). In a checkout it sits beside the `helpers` package; Colab installs the
+package alone, so there the files listed in its manifest are downloaded and each is checked
+against its sha256.
 """
 
 from __future__ import annotations
@@ -81,3 +82,17 @@ def fixture_dir(name: str, download_from: str | None = None, cache: Path | None 
 def _fetch(url: str, timeout_s: float = 30.0) -> bytes:
     with urllib.request.urlopen(url, timeout=timeout_s) as response:
         return bytes(response.read())
+
+
+def load_tf1_run(directory: Path) -> dict:
+    """Notebook 01's `tf1_run.json` in `directory`: weights and predictions as float32 arrays,
+    `checkpoint` and `saved_model` as paths under `directory`."""
+    import numpy as np
+
+    run = json.loads((Path(directory) / "tf1_run.json").read_text())
+    for key in ("weights", "continued_weights"):
+        run[key] = {name: np.array(value, np.float32) for name, value in run[key].items()}
+    run["predictions"] = np.array(run["predictions"], np.float32)
+    for key in ("checkpoint", "saved_model"):
+        run[key] = str(Path(directory) / run[key])
+    return run
