@@ -1,4 +1,4 @@
-"""helpers.compare: loss and weight comparisons, their reports, and the stored fixtures."""
+"""helpers.compare (table layout), helpers.plots, and the stored runs of helpers.fixtures."""
 
 from __future__ import annotations
 
@@ -12,109 +12,8 @@ import numpy as np
 import pytest
 
 from helpers import compare, fixtures, plots
-from helpers.compare import MismatchError
-from helpers.errors import FriendlyError
 
 TF1 = [0.5, 0.25, 0.125, 0.0625]
-
-
-def test_identical_trajectories_pass_bit_for_bit():
-    comparison = compare.assert_losses_close(TF1, list(TF1))
-    assert comparison.passed and comparison.first_divergent_step is None
-    assert comparison.largest_difference == 0.0
-    assert comparison.report().startswith(
-        "Loss trajectories agree: expected vs actual (4 steps compared; tolerance: bit-identical)"
-    )
-
-
-def test_differences_within_the_tolerance_pass_and_are_measured():
-    actual = [0.5, 0.25 + 1e-7, 0.125, 0.0625 - 4e-7]
-    comparison = compare.assert_losses_close(TF1, actual, atol=1e-6)
-    assert comparison.passed
-    assert comparison.largest_step == 3
-    assert comparison.largest_difference == pytest.approx(4e-7)
-
-
-def test_a_divergent_trajectory_raises_a_friendly_assertion_with_a_table():
-    actual = [0.5, 0.25, 0.13, 0.07]
-    with pytest.raises(MismatchError) as raised:
-        compare.assert_losses_close(TF1, actual, atol=1e-3, names=("TF1", "TF2"))
-    error = raised.value
-    assert isinstance(error, AssertionError) and isinstance(error, FriendlyError)
-    assert str(error) == (
-        "Loss trajectories differ: TF1 vs TF2 (4 steps compared; tolerance: |diff| <= 0.001)\n"
-        "                 step  TF1     TF2   |diff|\n"
-        "first divergent  2     0.125   0.13  5.00e-03\n"
-        "largest |diff|   3     0.0625  0.07  7.50e-03\n"
-        "2 of 4 steps are outside the tolerance."
-    )
-    assert error._render_traceback_()[0].startswith("MismatchError: Loss trajectories differ")
-
-
-def test_runs_of_different_lengths_diverge_where_the_shorter_one_ends():
-    comparison = compare.compare_losses(TF1, [*TF1, 0.03])
-    assert not comparison.passed
-    assert comparison.first_divergent_step == 4 and comparison.steps_compared == 4
-    assert (
-        "expected has 4 steps, actual has 5: the runs did not take the same number of steps."
-        in (comparison.report())
-    )
-
-
-def test_nan_is_never_within_tolerance_and_is_reported_as_largest():
-    comparison = compare.compare_losses(TF1, [0.5, float("nan"), 0.125, 0.0625], atol=1.0)
-    assert comparison.first_divergent_step == 1
-    assert np.isnan(comparison.largest_difference) and comparison.largest_step == 1
-    assert "nan" in comparison.report()
-
-
-def test_relative_tolerance_scales_with_the_expected_value():
-    assert compare.compare_losses([100.0], [100.001], rtol=1e-4).passed
-    assert not compare.compare_losses([0.001], [0.00101], rtol=1e-4).passed
-    assert (
-        "|diff| <= 0 + 0.0001 * |expected|"
-        in compare.compare_losses([1.0], [2.0], rtol=1e-4).report()
-    )
-
-
-def weights(kernel, bias):
-    return {"dense/kernel": np.array(kernel, np.float32), "dense/bias": np.array(bias, np.float32)}
-
-
-def test_equal_weights_pass():
-    comparison = compare.assert_weights_close(
-        weights([[0.3], [-0.2]], [0.1]), weights([[0.3], [-0.2]], [0.1])
-    )
-    assert comparison.passed and comparison.largest_difference == 0.0
-
-
-def test_differing_weights_name_the_weight_the_element_and_both_values():
-    expected = weights([[0.3], [-0.2]], [0.1])
-    actual = weights([[0.3], [-0.25]], [0.1])
-    with pytest.raises(MismatchError) as raised:
-        compare.assert_weights_close(expected, actual, atol=1e-6, names=("TF1", "TF2"))
-    assert str(raised.value) == (
-        "Weights differ: TF1 vs TF2 (tolerance: |diff| <= 1e-06)\n"
-        "name          shape   largest |diff|  at      TF1           TF2          within\n"
-        "dense/bias    (1,)    0               [0]     0.100000001   0.100000001  yes\n"
-        "dense/kernel  (2, 1)  5.00e-02        [1, 0]  -0.200000003  -0.25        NO"
-    )
-
-
-def test_the_report_title_names_what_was_compared():
-    comparison = compare.compare_weights({"p": [1.0]}, {"p": [1.0]}, what="Predictions")
-    assert comparison.report().startswith("Predictions agree: expected vs actual")
-
-
-def test_missing_names_and_shape_mismatches_fail_with_their_own_rows():
-    expected = weights([[0.3], [-0.2]], [0.1])
-    actual = {"dense/kernel": np.zeros((1, 2), np.float32), "extra": np.zeros(3)}
-    comparison = compare.compare_weights(expected, actual, names=("TF1", "TF2"))
-    assert not comparison.passed and comparison.first_divergent == "dense/bias"
-    report = comparison.report()
-    assert "dense/bias    missing from TF2" in report
-    assert "dense/kernel  shape (2, 1) vs (1, 2)" in report
-    assert "extra         missing from TF1" in report
 
 
 def test_format_table_pads_columns():
@@ -161,6 +60,18 @@ def test_the_committed_tf1_fixture_matches_its_manifest_and_is_small():
     assert run["steps"] == len(run["losses"]) == 100
     assert run["continue_steps"] == len(run["continued_losses"]) == 20
     assert (directory / f"{run['checkpoint']}.index").is_file()
+
+
+def test_load_tf1_run_gives_float32_arrays_and_paths_inside_the_folder():
+    directory = fixtures.fixture_dir("tf1_reference")
+    run = fixtures.load_tf1_run(directory)
+    assert run["weights"]["dense/kernel"].dtype == np.float32
+    assert run["weights"]["dense/kernel"].shape == (2, 1)
+    assert run["predictions"].shape == (64, 1)
+    assert run["continued_weights"]["dense/bias"].shape == (1,)
+    assert run["checkpoint"] == str(directory / "checkpoint" / "model.ckpt-100")
+    assert (directory / "saved_model" / "saved_model.pb").is_file()
+    assert run["saved_model"] == str(directory / "saved_model")
 
 
 @pytest.fixture
