@@ -5,7 +5,7 @@ calls `prepare()`; outside Colab the cell does nothing. What Colab needs differs
 
 - TPU runtimes are TPU VMs with no TensorFlow installed: they get the TPU build of
   TensorFlow with the libtpu it was released with, and TPU_NAME=local so that
-  `runtime.setup` and `TPUClusterResolver` use the TPU attached to the VM.
+  `runtime.choose` and `TPUClusterResolver` use the TPU attached to the VM.
 - CPU and GPU runtimes come with TensorFlow: the notebook uses it, and only missing packages
   are installed.
 - The TF1 notebook cannot run on Colab at all (TensorFlow 2.15, the last release with

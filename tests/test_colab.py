@@ -54,8 +54,7 @@ def test_after_prepare_the_runtime_helper_uses_the_local_tpu(machine):
     todo = colab.plan(machine.probe(), is_installed=nothing_installed)
     machine.env.update(todo.environment)
     choice = choose("auto", probe=machine.probe(), list_gpus=list)
-    assert choice.kind == "TPU" and choice.tpu is not None
-    assert choice.tpu.resolver_arg == "local"
+    assert choice.kind == "TPU" and choice.tpu_address == "local"
 
 
 def test_colab_tpu_vm_with_tensorflow_already_installed_installs_nothing(machine):

@@ -18,13 +18,16 @@ from helpers.quiet import quiet_logs
 quiet_logs()
 import numpy as np
 import tensorflow as tf
-from helpers import compat, runtime
-
-rt = runtime.setup("cpu", 8)
+from helpers import compat
+cpu = tf.config.list_physical_devices("CPU")[0]  # the notebooks' stand-in for 8 TPU cores
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 8)
+strategy = tf.distribute.MirroredStrategy(
+    [device.name for device in tf.config.list_logical_devices("CPU")]
+)
 x = np.random.default_rng(0).normal(size=(256, 2)).astype("float32")
 y = x @ np.array([[0.3], [-0.2]], "float32")
 dataset = tf.data.Dataset.from_tensor_slices((x, y)).repeat().batch(8, drop_remainder=True)
-with rt.strategy.scope():
+with strategy.scope():
     model = tf.keras.Sequential([tf.keras.Input((2,)), tf.keras.layers.Dense(1)])
     model.compile(tf.keras.optimizers.Adagrad(0.05), "mse", steps_per_execution=10)
 try:
@@ -35,7 +38,7 @@ except Exception as error:
 print(json.dumps({
     "outcome": outcome,
     "keras_major": compat.keras_major(),
-    "workaround": compat.steps_per_execution_that_works(rt.strategy, 10)[0],
+    "workaround": compat.steps_per_execution_that_works(strategy, 10)[0],
 }))
 """
 
@@ -86,11 +89,13 @@ import json
 from helpers.quiet import quiet_logs
 quiet_logs()
 import tensorflow as tf
-from helpers import runtime
-
-rt = runtime.setup("cpu", 8)
+cpu = tf.config.list_physical_devices("CPU")[0]  # the notebooks' stand-in for 8 TPU cores
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 8)
+strategy = tf.distribute.MirroredStrategy(
+    [device.name for device in tf.config.list_logical_devices("CPU")]
+)
 dataset = tf.data.Dataset.from_tensor_slices(([[4.0, 4.5]], [[0.8]])).batch(1)
-with rt.strategy.scope():
+with strategy.scope():
     model = tf.keras.Sequential([tf.keras.Input((2,)), tf.keras.layers.Dense(1)])
     model.compile("sgd", "mse")
 try:
