@@ -1,9 +1,8 @@
 """Plumbing for the TPUEstimator -> TPUStrategy migration notebooks.
 
-The notebooks teach the TensorFlow APIs; this package only carries what would distract from
-them: choosing and building a distribution strategy for the machine at hand, checking
-papermill parameters, reproducibility and log hygiene. Nothing here imports TensorFlow at
-import time, so `helpers.quiet` can silence TensorFlow before it is first imported.
+The notebooks teach the TensorFlow APIs in their cells; this package carries only what a
+reader would not copy: finding the runtime without initialising TensorFlow's devices,
+checking papermill parameters, the Colab install, the shared regression data, the stored
+TensorFlow 1 run, tables, plots, summary files and quiet logs. Nothing here imports
+TensorFlow at import time, so `helpers.quiet` can silence TensorFlow before its first import.
 """
-
-__all__ = ["environment", "errors", "params", "quiet", "reproducibility", "runtime"]
