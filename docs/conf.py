@@ -85,9 +85,8 @@ nb_execution_mode = "off"  # render the committed outputs, never execute
 myst_heading_anchors = 3  # "#tpu-initialisation" style slugs for h1-h3
 myst_enable_extensions = ["colon_fence", "deflist"]
 nb_merge_streams = True  # one block per stream instead of one per write()
-# Cells tagged "raises-exception" keep their traceback in the page (that is the point
-# of the pitfall cells).  myst-nb strips their ANSI colour codes and highlights them with
-# the "ipythontb" lexer; ANSI in stream outputs goes through its "myst-ansi" lexer.
+# No committed cell ends in an error (pitfall cells catch and print theirs); ANSI codes in
+# stream outputs go through myst-nb's "myst-ansi" lexer.
 
 # -- HTML / sphinx-book-theme ------------------------------------------------------------
 html_theme = "sphinx_book_theme"

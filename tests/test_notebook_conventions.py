@@ -119,3 +119,32 @@ def test_outputs_carry_no_machine_specific_paths_or_run_metadata(notebook):
         for output in cell.outputs:
             text = output.get("text", "") + str(output.get("data", {}).get("text/plain", ""))
             assert "/tmp/" not in text and "/home/" not in text and "/work/" not in text
+
+
+def strategy_cells() -> dict[str, str]:
+    """Each notebook's TPU-initialisation cell: the one that builds `strategy`."""
+    found = {}
+    for path in NOTEBOOKS:
+        nb = nbformat.read(path, as_version=4)
+        for cell in code_cells(nb):
+            if "initialize_tpu_system(resolver)" in cell.source:
+                found[path.name] = cell.source
+    return found
+
+
+def test_every_notebook_that_builds_a_strategy_shows_the_same_tpu_initialisation_cell():
+    cells = strategy_cells()
+    assert {"00_setup.ipynb", "02_keras_fit.ipynb", "03_custom_loop.ipynb"} <= set(cells)
+    reference = cells["02_keras_fit.ipynb"]
+    for name, source in cells.items():
+        if name == "01_tpu_estimator.ipynb":
+            continue  # TPUEstimator initialises the TPU itself from RunConfig(cluster=...)
+        assert source == reference, f"{name}: its TPU-initialisation cell differs from 02's"
+    for call in (
+        "TPUClusterResolver(tpu=choice.tpu_address)",
+        "experimental_connect_to_cluster(resolver)",
+        "TPUStrategy(resolver)",
+        "set_logical_device_configuration(cpu, devices)",
+        "MirroredStrategy(cpus)",
+    ):
+        assert call in reference, f"the TPU-initialisation cell no longer shows {call}"

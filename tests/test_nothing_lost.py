@@ -24,7 +24,7 @@ def test_a_model_dir_with_files_is_refused_and_its_files_survive(tmp_path):
 
     outcome = execute(NOTEBOOK, tmp_path / "out.ipynb", {"model_dir": str(model_dir)})
 
-    errors = outcome.unexpected_errors
+    errors = outcome.errors
     assert [error.ename for error in errors] == ["ParameterError"], outcome.summary()
     assert "already holds files" in errors[0].evalue and str(model_dir) in errors[0].evalue
     assert sorted(p.name for p in model_dir.iterdir()) == [checkpoint.name]

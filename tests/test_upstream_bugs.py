@@ -98,12 +98,14 @@ dataset = tf.data.Dataset.from_tensor_slices(([[4.0, 4.5]], [[0.8]])).batch(1)
 with strategy.scope():
     model = tf.keras.Sequential([tf.keras.Input((2,)), tf.keras.layers.Dense(1)])
     model.compile("sgd", "mse")
-try:
-    model.evaluate(dataset, verbose=0)
-    outcome = "evaluated"
-except Exception as error:
-    outcome = f"{type(error).__name__}: {error}"
-print(json.dumps({"outcome": outcome}))
+outcomes = {}
+for method in ("evaluate", "fit"):
+    try:
+        getattr(model, method)(dataset, verbose=0)
+        outcomes[method] = "ran"
+    except Exception as error:
+        outcomes[method] = f"{type(error).__name__}: {error}"
+print(json.dumps(outcomes))
 """
 
 ESTIMATOR_CHECKPOINT_RESTORE = """
@@ -124,17 +126,21 @@ print(json.dumps(restored))
 """
 
 
-def test_one_example_evaluation_batch_over_several_replicas():
-    """02_keras_fit shows the guide's batch(1) evaluation: Keras 2 copes, Keras 3 fails."""
-    outcome = run_python_json(UNEVEN_EVALUATION)["outcome"]
+def test_one_example_batch_over_several_replicas():
+    """The guide's batch(1) over 8 replicas: Keras 2 evaluates and trains, Keras 3 fails both.
+
+    02_keras_fit shows the evaluation; 04_verify_migration's settings table the training.
+    """
+    outcomes = run_python_json(UNEVEN_EVALUATION)
     if KERAS_MAJOR == 2:
-        assert outcome == "evaluated"
+        assert outcomes == {"evaluate": "ran", "fit": "ran"}
         return
-    assert outcome != "evaluated", (
-        "Keras now evaluates a batch that leaves replicas empty: update the note in "
-        "02_keras_fit's guide section and this pin."
-    )
-    assert "must have the same size and shape" in outcome, outcome
+    for method, outcome in outcomes.items():
+        assert outcome != "ran", (
+            f"Keras now runs {method} on a batch that leaves replicas empty: update the notes "
+            "in 02_keras_fit's guide section and 04's settings table, and this pin."
+        )
+        assert "must have the same size and shape" in outcome, outcome
 
 
 def test_checkpoint_restore_of_an_estimator_checkpoint_matches_by_name_only_in_keras_2():
@@ -145,3 +151,74 @@ def test_checkpoint_restore_of_an_estimator_checkpoint_matches_by_name_only_in_k
         "tf.train.Checkpoint.restore of a TF1 checkpoint changed behaviour: update the "
         "restore-trap text of 04_verify_migration and this pin."
     )
+
+
+ONE_DEVICE_FACTS = """
+import json, tempfile
+from helpers.quiet import quiet_logs
+quiet_logs()
+import numpy as np
+import tensorflow as tf
+from helpers.summaries import read_scalars
+
+variable = tf.Variable([1.0])  # Adagrad's epsilon: under the square root, or added to it?
+tf.keras.optimizers.Adagrad(0.05, initial_accumulator_value=0.1, epsilon=1.0).apply_gradients(
+    [(tf.constant([0.5]), variable)]
+)
+under_root = 1 - 0.05 * 0.5 / np.sqrt(0.35 + 1.0)
+
+model = tf.keras.Sequential([tf.keras.Input(shape=(2,), name="x"), tf.keras.layers.Dense(1)])
+folder = tempfile.mkdtemp()
+tf.saved_model.save(model, folder)
+signature = tf.saved_model.load(folder).signatures["serving_default"]
+
+model.compile("sgd", "mse", steps_per_execution=5)
+x = np.ones((80, 2), "float32")
+logs = tempfile.mkdtemp()
+board = tf.keras.callbacks.TensorBoard(log_dir=logs, update_freq=1)
+class BatchEnds(tf.keras.callbacks.Callback):  # as in 02: a callback that needs batch hooks
+    def on_train_batch_end(self, batch, logs=None):
+        pass
+
+
+model.fit(x, x[:, :1], batch_size=8, epochs=2, callbacks=[board, BatchEnds()], verbose=0)
+batch_steps = sorted(int(step) for step in read_scalars(logs, "batch_loss"))
+alone = tempfile.mkdtemp()  # the TensorBoard callback without another that needs batch hooks
+board = tf.keras.callbacks.TensorBoard(log_dir=alone, update_freq=1)
+model.fit(x, x[:, :1], batch_size=8, epochs=1, callbacks=[board], verbose=0)
+try:
+    written_alone = len(read_scalars(alone, "batch_loss"))
+except LookupError:
+    written_alone = 0
+print(json.dumps({
+    "epsilon_under_root": bool(abs(float(variable.numpy()[0]) - under_root) < 1e-6),
+    "signature_inputs": sorted(signature.structured_input_signature[1]),
+    "signature_outputs": sorted(signature.structured_outputs),
+    "batch_loss_steps": batch_steps,
+    "batch_loss_written_by_tensorboard_alone": written_alone,
+}))
+"""
+
+
+def test_keras_defaults_that_02_and_04_show():
+    """Adagrad's epsilon, automatic SavedModel names, TensorBoard's per-execution step numbers.
+
+    04 shows where Keras' Adagrad puts epsilon (under the square root in Keras 2.15 and 3);
+    02 shows the names `tf.saved_model.save` gives a Sequential model's signature and the steps
+    at which `TensorBoard(update_freq=1)` writes `batch_loss` with `steps_per_execution=5`.
+    """
+    facts = run_python_json(ONE_DEVICE_FACTS)
+    keras_2 = KERAS_MAJOR == 2
+    expected = {
+        "epsilon_under_root": True,
+        "signature_inputs": ["x"] if keras_2 else ["inputs"],
+        "signature_outputs": [facts["signature_outputs"][0]] if keras_2 else ["output_0"],
+        "batch_loss_steps": [5, 10, 15, 20] if keras_2 else [1, 2, 3, 4],
+        "batch_loss_written_by_tensorboard_alone": 0 if keras_2 else 2,
+    }
+    assert facts == expected, (
+        f"{LANE} lane: Keras changed a default that 02_keras_fit or 04_verify_migration shows "
+        f"(got {facts}): update the notebook's cell and prose, and this pin."
+    )
+    if keras_2:
+        assert facts["signature_outputs"][0].startswith("dense"), facts

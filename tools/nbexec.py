@@ -47,11 +47,6 @@ class Outcome:
     runtime_line: str = ""
 
     @property
-    def unexpected_errors(self) -> list[CellError]:
-        """The same as `errors`: no tag makes an error expected."""
-        return self.errors
-
-    @property
     def passed(self) -> bool:
         """Every code cell ran and none ended in an error, whatever its tags."""
         return not self.errors and self.unexecuted_cells == 0
