@@ -1,86 +1,13 @@
-"""Shared fixtures: fake machines for runtime detection, and a subprocess runner.
-
-Tests that build a TensorFlow strategy run in a subprocess: a process can split its CPU into
-virtual devices only once, and each case needs a fresh TensorFlow.
-"""
+"""Fixtures shared by the tests; the plain helpers they use live in `support.py`."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-# Which lane this run tests (the Makefile sets it): "reference" (TF 2.15, Keras 2, with
-# tf.estimator), "current" (the newest TF, Keras 3) or "colab" (the TF that helpers.colab
-# installs on a Colab TPU runtime, Keras 3). The lanes expect different things where upstream
-# differs, and that follows the Keras major version each lane's TensorFlow brings.
-LANE_KERAS_MAJOR = {"reference": 2, "current": 3, "colab": 3}
-LANE = os.environ.get("TPU_MIGRATION_LANE", "reference")
-if LANE not in LANE_KERAS_MAJOR:
-    raise pytest.UsageError(
-        f"TPU_MIGRATION_LANE={LANE!r}: expected one of {', '.join(LANE_KERAS_MAJOR)}"
-    )
-KERAS_MAJOR = LANE_KERAS_MAJOR[LANE]
-
-
-class FakeMachine:
-    """A folder standing in for `/`, plus environment variables, for `Probe`."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.env: dict[str, str] = {}
-
-    def add_file(self, relative: str, content: str = "") -> FakeMachine:
-        path = self.root / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(content)
-        return self
-
-    def add_pci_device(self, slot: str, vendor: str, device: str) -> FakeMachine:
-        self.add_file(f"sys/bus/pci/devices/{slot}/vendor", vendor + "\n")
-        return self.add_file(f"sys/bus/pci/devices/{slot}/device", device + "\n")
-
-    def probe(self):
-        from helpers.environment import Probe
-
-        return Probe(env=dict(self.env), root=self.root)
+from support import FakeMachine
 
 
 @pytest.fixture
 def machine(tmp_path: Path) -> FakeMachine:
     return FakeMachine(tmp_path / "machine")
-
-
-def run_python(code: str, env: dict[str, str | None] | None = None, timeout: int = 180):
-    """Run `code` in a fresh interpreter of this venv; return the CompletedProcess.
-
-    `env` adds variables; a value of None removes the variable.
-    """
-    full_env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    for name, value in (env or {}).items():
-        if value is None:
-            full_env.pop(name, None)
-        else:
-            full_env[name] = value
-    return subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        env=full_env,
-        timeout=timeout,
-        cwd=ROOT,
-    )
-
-
-def run_python_json(code: str, env: dict[str, str | None] | None = None) -> dict:
-    """Run `code`, which must print one JSON object as its last stdout line."""
-    result = run_python(code, env)
-    assert result.returncode == 0, result.stderr[-3000:]
-    return json.loads(result.stdout.strip().splitlines()[-1])

@@ -7,7 +7,7 @@ import re
 import sys
 from importlib.metadata import version
 
-from conftest import LANE, ROOT
+from support import LANE, ROOT
 
 from helpers import colab
 from helpers.runtime import choose

@@ -14,8 +14,8 @@ from importlib.metadata import version
 
 import nbformat
 import pytest
-from conftest import LANE
 from notebook_cases import CASES, Case
+from support import LANE
 
 from tools.nbexec import Outcome, execute
 from tools.project import NOTEBOOKS, ROOT, notebook_paths

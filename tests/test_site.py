@@ -13,9 +13,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from site_browser import check_in_browser
+from site_links import check_site
 
-from tools.browser_check import check_in_browser
-from tools.check_links import check_site
 from tools.project import ROOT, notebook_paths
 
 SITE = ROOT / "build" / "site"

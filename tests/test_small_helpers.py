@@ -7,7 +7,7 @@ import types
 
 import numpy as np
 import pytest
-from conftest import run_python_json
+from support import run_python_json
 
 from helpers import regression
 from helpers.compat import EstimatorUnavailableError, require_estimator

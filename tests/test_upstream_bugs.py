@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import KERAS_MAJOR, LANE, run_python_json
+from support import KERAS_MAJOR, LANE, run_python_json
 
 MIRRORED_FIT = """
 import json

@@ -10,7 +10,8 @@ External URLs (http:, https:, mailto:, javascript:, data:, //host) are not fetch
 listed in two groups: resources the browser would LOAD when showing a page (img/script/link
 stylesheet... = network requests), and plain links a reader may click.
 
-Usage: python -m tools.check_links [SITE_ROOT] [--verbose]   (default SITE_ROOT: build/site)
+Usage: PYTHONPATH=. python tests/site_links.py [SITE_ROOT] [--verbose]
+(default SITE_ROOT: build/site)
 Exit code: 0 if no broken internal link, 1 otherwise. Standard library only.
 """
 

@@ -1,6 +1,6 @@
 """Offline browser test of the built site: Python Playwright driving Debian's Chromium.
 
-    python -m tools.browser_check [SITE_ROOT] [SHOTS_DIR]   (defaults: build/site, build/site-shots)
+    PYTHONPATH=. python tests/site_browser.py [SITE_ROOT] [SHOTS_DIR]   (defaults: build/site, build/site-shots)
 
 - serves SITE_ROOT on 127.0.0.1:<free port> from a thread (http.server),
 - launches /usr/bin/chromium through Playwright's bundled driver (no browser download:
