@@ -30,17 +30,6 @@ def file_digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def write_manifest(directory: Path) -> dict[str, str]:
-    """List every file under `directory` with its sha256 in `manifest.json`; return the list."""
-    files = {
-        path.relative_to(directory).as_posix(): file_digest(path)
-        for path in sorted(directory.rglob("*"))
-        if path.is_file() and path.name != MANIFEST
-    }
-    (directory / MANIFEST).write_text(json.dumps({"files": files}, indent=1) + "\n")
-    return files
-
-
 def fixture_dir(name: str, download_from: str | None = None, cache: Path | None = None) -> Path:
     """The folder `fixtures/<name>` of this checkout, else a verified download of it.
 

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from helpers import compare, fixtures, plots
+from tools.make_tf1_fixture import write_manifest
 
 TF1 = [0.5, 0.25, 0.125, 0.0625]
 
@@ -82,7 +83,7 @@ def served_fixture(tmp_path):
     (fixture / "sub").mkdir(parents=True)
     (fixture / "run.json").write_text('{"steps": 3}')
     (fixture / "sub" / "weights.bin").write_bytes(b"\x00\x01\x02")
-    fixtures.write_manifest(fixture)
+    write_manifest(fixture)
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
     handler.log_message = lambda *args: None
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
@@ -120,6 +121,6 @@ def test_a_fixture_neither_here_nor_downloadable_says_so(tmp_path):
 
 def test_write_manifest_lists_every_file_with_its_digest(tmp_path):
     (tmp_path / "a.txt").write_text("a")
-    files = fixtures.write_manifest(tmp_path)
+    files = write_manifest(tmp_path)
     assert files == {"a.txt": hashlib.sha256(b"a").hexdigest()}
     assert json.loads((tmp_path / fixtures.MANIFEST).read_text()) == {"files": files}

@@ -9,12 +9,10 @@ one interpreter per case.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from support import run_python
 
 from helpers.runtime import compact_devices
 
@@ -42,24 +40,6 @@ def initialisation_cell() -> str:
     matches = [source for source in code if "runtime.choose(" in source]
     assert len(matches) == 1, "02_keras_fit must have exactly one TPU-initialisation cell"
     return matches[0]
-
-
-def run_python(code: str, env: dict[str, str | None] | None = None) -> subprocess.CompletedProcess:
-    """Run `code` in a fresh interpreter; in `env`, a value of None removes the variable."""
-    full_env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    for name, value in (env or {}).items():
-        if value is None:
-            full_env.pop(name, None)
-        else:
-            full_env[name] = value
-    return subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        env=full_env,
-        timeout=300,
-        cwd=ROOT,
-    )
 
 
 @pytest.mark.parametrize(

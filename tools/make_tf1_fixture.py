@@ -29,6 +29,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from helpers.fixtures import MANIFEST, file_digest
 from tools.nbexec import execute
 from tools.project import NOTEBOOKS, ROOT
 
@@ -46,13 +47,29 @@ def run_notebook_01(model_dir: Path) -> Path:
     return model_dir
 
 
-def copy_run(model_dir: Path, out: Path) -> dict:
-    """Copy the run that notebook 01 saved in `model_dir` to `out`; return its tf1_run.json."""
-    from helpers.fixtures import write_manifest
+def write_manifest(directory: Path) -> dict[str, str]:
+    """List every file under `directory` with its sha256 in `manifest.json`; return the list."""
+    files = {
+        path.relative_to(directory).as_posix(): file_digest(path)
+        for path in sorted(directory.rglob("*"))
+        if path.is_file() and path.name != MANIFEST
+    }
+    (directory / MANIFEST).write_text(json.dumps({"files": files}, indent=1) + "\n")
+    return files
 
+
+def copy_run(model_dir: Path, out: Path) -> dict:
+    """Copy the run that notebook 01 saved in `model_dir` to `out`; return its tf1_run.json.
+
+    `out` is replaced only when it is a stored run already (it has a manifest); any other
+    folder with files in it is refused, never deleted.
+    """
     run = json.loads((model_dir / "tf1_run.json").read_text())
     prefix = model_dir / run["checkpoint"]
-    shutil.rmtree(out, ignore_errors=True)
+    if (out / MANIFEST).is_file():
+        shutil.rmtree(out)
+    elif out.exists() and any(out.iterdir()):
+        raise SystemExit(f"{out} holds files but no {MANIFEST}: choose an empty or new --out")
     (out / "checkpoint").mkdir(parents=True)
     for suffix in (".index", ".data-00000-of-00001"):
         shutil.copyfile(f"{prefix}{suffix}", out / "checkpoint" / f"{prefix.name}{suffix}")
