@@ -73,10 +73,6 @@ def text(allow_empty: bool = True) -> Rule:
     )
 
 
-def boolean() -> Rule:
-    return Rule("True or False", lambda v: isinstance(v, bool))
-
-
 def validate(**checks: tuple[Any, Rule]) -> None:
     """Raise one ParameterError listing every parameter whose value breaks its rule."""
     bad = {name: value for name, (value, rule) in checks.items() if not rule.accepts(value)}

@@ -84,8 +84,7 @@ def log_lines(containing: str) -> Iterator[list[str]]:
 
     `quiet_logs()` hides TensorFlow's INFO messages, among them some that explain a result
     (TPUEstimator's "Could not find trained model in model_dir"). Inside this block the
-    logger passes INFO messages to a collector only; its own handlers stay at their level,
-    so nothing else reaches the notebook.
+    logger's only handler is a collector, so nothing else reaches the notebook.
     """
     import tensorflow as tf
 
@@ -94,23 +93,14 @@ def log_lines(containing: str) -> Iterator[list[str]]:
 
     class Collector(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:
-            message = record.getMessage()
-            if containing in message:
-                lines.append(message)
+            if containing in record.getMessage():
+                lines.append(record.getMessage())
 
-    saved_level, saved_propagate = logger.level, logger.propagate
-    saved_handlers = [(handler, handler.level) for handler in logger.handlers]
-    collector = Collector(level=logging.INFO)
-    for handler, level in saved_handlers:
-        handler.setLevel(max(level, saved_level))
-    logger.propagate = False
-    logger.addHandler(collector)
+    saved = logger.handlers[:], logger.level, logger.propagate
+    logger.handlers, logger.propagate = [Collector()], False
     logger.setLevel(logging.INFO)
     try:
         yield lines
     finally:
-        logger.removeHandler(collector)
-        logger.setLevel(saved_level)
-        logger.propagate = saved_propagate
-        for handler, level in saved_handlers:
-            handler.setLevel(level)
+        logger.handlers, level, logger.propagate = saved
+        logger.setLevel(level)

@@ -17,7 +17,6 @@ from helpers.errors import ParameterError
         (params.one_of("auto", "tpu"), ["auto", "tpu"], ["AUTO", "", None]),
         (params.text(), ["", "x"], [None, 3]),
         (params.text(allow_empty=False), ["x"], ["", "   "]),
-        (params.boolean(), [True, False], [1, 0, "True"]),
     ],
 )
 def test_rules_accept_and_reject(rule, good, bad):
