@@ -71,8 +71,8 @@ def plan(
             notes=(
                 f"This TF1 notebook cannot run on Colab: it needs TensorFlow 2.15 (the last "
                 f"release with tf.estimator), which has no wheels for Colab's Python {python}. "
-                "Its recorded outputs show the reference run; to run it, use the reference lane "
-                "on Python 3.11 (`make run`, see the README).",
+                "Its recorded outputs show a run with TensorFlow 2.15; to run it yourself, use "
+                "Python 3.11 and the README's `make run`, which installs that TensorFlow.",
             )
         )
     tpu = find_tpu(probe)

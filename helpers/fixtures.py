@@ -43,7 +43,7 @@ def fixture_dir(name: str, download_from: str | None = None, cache: Path | None 
         return local
     if not download_from:
         raise FixtureUnavailableError(
-            f"The fixture {name!r} is not at {local} and no download address was given. Run "
+            f"The stored run {name!r} is not at {local} and no download address was given. Run "
             "from a checkout of the repository (pip install -e .)."
         )
     target = (cache or Path(tempfile.gettempdir()) / "tpu-migration-fixtures") / name
@@ -61,7 +61,7 @@ def fixture_dir(name: str, download_from: str | None = None, cache: Path | None 
             path.write_bytes(content)
     except (OSError, ValueError, KeyError) as error:
         raise FixtureUnavailableError(
-            f"The fixture {name!r} is not in this checkout and could not be downloaded from "
+            f"The stored run {name!r} is not in this checkout and could not be downloaded from "
             f"{base}: {type(error).__name__}: {error}"
         ) from None
     (target / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")

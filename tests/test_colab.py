@@ -81,7 +81,7 @@ def test_tf1_notebook_on_colab_installs_nothing_and_says_why(machine):
     todo = colab.plan(machine.probe(), tf1=True, is_installed=nothing_installed)
     assert todo.installs == ()
     assert "cannot run on Colab" in todo.notes[0] and "TensorFlow 2.15" in todo.notes[0]
-    assert "reference lane" in todo.notes[0]
+    assert "Python 3.11" in todo.notes[0] and "make run" in todo.notes[0]
 
 
 def test_the_colab_lane_pins_the_tensorflow_that_the_colab_setup_installs():
