@@ -117,9 +117,9 @@ def test_bad_parameter_errors_render_as_one_line_not_a_stack_trace(tmp_path):
     ]
     bad = [out for out in errors if out.ename == "ParameterError"]
     assert len(bad) == 1
-    assert bad[0].traceback == [
-        "ParameterError: Invalid notebook parameter(s):\n"
-        "  virtual_replicas='eight' (str): expected an integer from 1 to 64\n"
-        "Fix the value in the parameters cell, or pass another with papermill, e.g. "
-        "`papermill -p virtual_replicas VALUE ...`."
-    ]
+    (rendered,) = bad[0].traceback  # one entry: the message alone, no stack frames
+    first_line, *rest = rendered.splitlines()
+    assert first_line.startswith("ParameterError: ")
+    for fragment in ("virtual_replicas", "'eight'", "from 1 to 64", "papermill -p"):
+        assert fragment in rendered, fragment
+    assert len(rest) <= 2, rendered
