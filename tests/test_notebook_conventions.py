@@ -2,9 +2,10 @@
 
 Title, an Open-in-Colab link to the configured repository, the Colab metadata that opens it
 on a TPU runtime, a Colab set-up cell, a `parameters` cell followed directly by validation,
-executed outputs in order, no stderr noise, and no error anywhere: Colab's "Run all" ignores
-the `raises-exception` tag and stops at the first error, so no cell carries that tag and no
-committed output is an error (a pitfall cell catches its exception and asserts it was raised).
+code cells of at most 25 lines, executed outputs in order, no stderr noise, and no error
+anywhere: Colab's "Run all" ignores the `raises-exception` tag and stops at the first error,
+so no cell carries that tag and no committed output is an error (a pitfall cell catches its
+exception and asserts it was raised).
 """
 
 from __future__ import annotations
@@ -98,6 +99,19 @@ def test_no_cell_is_tagged_to_raise(notebook):
     _, nb = notebook
     tagged = [cell.execution_count for cell in code_cells(nb) if RAISES_EXCEPTION_TAG in tags(cell)]
     assert not tagged, f"cells {tagged} are tagged {RAISES_EXCEPTION_TAG!r}"
+
+
+MAX_CELL_LINES = 25  # CONTRIBUTING.md: a reader copies short cells
+
+
+def test_code_cells_are_short_enough_to_copy(notebook):
+    _, nb = notebook
+    long_cells = {
+        cell.execution_count: len(cell.source.strip().splitlines())
+        for cell in code_cells(nb)
+        if len(cell.source.strip().splitlines()) > MAX_CELL_LINES
+    }
+    assert not long_cells, f"cells (execution count: lines) over {MAX_CELL_LINES}: {long_cells}"
 
 
 def test_no_committed_output_is_an_error(notebook):
