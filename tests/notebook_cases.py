@@ -145,6 +145,22 @@ CASES = [
         "ParameterError",
         "l2=-1.0 (float): expected a number from 0.0 to 1.0",
     ),
+    Case("08_tpu_readiness.ipynb", lanes=COLAB),
+    Case("08_tpu_readiness.ipynb", {"virtual_replicas": 1, "steps": 10}),
+    Case("08_tpu_readiness.ipynb", {"virtual_replicas": 2, "global_batch": 16, "steps": 20}),
+    Case("08_tpu_readiness.ipynb", {"virtual_replicas": 8, "global_batch": 16, "seed": 7}),
+    Case(
+        "08_tpu_readiness.ipynb",
+        {"global_batch": 12},
+        "ParameterError",
+        "global_batch=12 does not divide across 8 replicas",
+    ),
+    Case(
+        "08_tpu_readiness.ipynb",
+        {"steps": 1},
+        "ParameterError",
+        "steps=1 (int): expected an integer from 2 to 1000",
+    ),
 ]
 
 
