@@ -1,0 +1,213 @@
+"""Notebook 06's training script, killed and restarted at random steps, in this lane.
+
+The script is the one notebook 06 writes with its `%%writefile` cells, assembled here from
+the committed notebook, so the tests and the notebook cannot drift apart. Every run is a
+new Python process killed with SIGKILL (or stopped with SIGTERM) where the script pauses,
+as in the notebook; each run pays a TensorFlow import, so the runs are short and few.
+
+- Kill points drawn from a seeded generator, several per path in a chain of restarts: every
+  restart resumes at the last checkpoint before its kill (no more than one checkpoint
+  interval lost) and the chain ends with the weights of an uninterrupted run, bit for bit.
+- A kill during a checkpoint write. For `tf.train.CheckpointManager` (the custom loop, and
+  Keras 2's `BackupAndRestore`, which saves with one), the child kills itself inside
+  `update_checkpoint_state_internal`, the last act of a save: the new checkpoint's files are
+  written and the state file still names the previous checkpoint, the state a kill at any
+  earlier moment of the save leaves too, with fewer new files. Keras 3's `BackupAndRestore`
+  overwrites its weights file in place, so a kill during a backup leaves it cut short: the
+  test cuts the newest backup to half its length, as such a kill would, and the script's
+  `double_checkpoint=True` must fall back to the previous backup.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+from support import KERAS_MAJOR, LANE, ROOT
+
+# Slow (one TensorFlow import per run, about a minute in all): not part of `make test-fast`.
+pytestmark = pytest.mark.notebook
+
+NOTEBOOK = ROOT / "notebooks" / "06_preemption.ipynb"
+STEPS, INTERVAL = 24, 6
+TIMEOUT = 120  # seconds for one run; a run takes a few
+PATHS = ("fit", "loop")
+
+
+def write_script(folder: Path) -> Path:
+    """The script as notebook 06's `%%writefile` cells write it."""
+    cells = nbformat.read(NOTEBOOK, as_version=4).cells
+    sources = [c.source for c in cells if c.cell_type == "code"]
+    bodies = [source.split("\n", 1)[1] for source in sources if source.startswith("%%writefile")]
+    assert len(bodies) >= 5, "notebook 06 no longer writes its script with %%writefile cells"
+    folder.mkdir(parents=True, exist_ok=True)
+    script = folder / "preemptible.py"
+    script.write_text("\n".join(bodies) + "\n")
+    return script
+
+
+def command(path: str, run_dir: Path, pause_at: int | None = None) -> list[str]:
+    arguments = [path, str(run_dir), "--steps", str(STEPS), "--interval", str(INTERVAL)]
+    arguments += ["--seed", "0"] + (["--pause-at", str(pause_at)] if pause_at else [])
+    return arguments
+
+
+def run(
+    folder: Path,
+    arguments: list[str],
+    pause_signal: signal.Signals = signal.SIGKILL,
+    prelude: str = "",
+) -> dict:
+    """Run the script in a new process (after `prelude`); signal it when it pauses."""
+    code = f"import runpy, sys\n{prelude}\nsys.argv = ['preemptible.py', *{arguments!r}]\n"
+    code += "runpy.run_path('preemptible.py', run_name='__main__')\n"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    log = folder / "stderr.log"
+    with log.open("a") as stderr:
+        process = subprocess.Popen(
+            [sys.executable, "-c", code],
+            cwd=folder,
+            env=env,
+            text=True,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+        )
+        events = []
+        for line in process.stdout:
+            events.append(line.split())
+            if events[-1][0] == "paused":
+                process.send_signal(pause_signal)
+                if pause_signal != signal.SIGKILL:
+                    process.stdin.write("\n")
+                    process.stdin.flush()
+        exit_code = process.wait(timeout=TIMEOUT)
+    assert exit_code in (0, -signal.SIGKILL, 42), log.read_text()[-3000:]
+    trained = [int(event[1]) for event in events if event[0] == "step"]
+    return {"start": int(events[0][1]), "last": max(trained, default=None), "exit": exit_code}
+
+
+def weights(run_dir: Path) -> np.ndarray:
+    return np.load(run_dir / "final_weights.npy")
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory) -> dict[str, np.ndarray]:
+    """Both paths' final weights, trained without interruption in one process."""
+    folder = tmp_path_factory.mktemp("uninterrupted")
+    write_script(folder)
+    prelude = (
+        "import preemptible\n"
+        "from pathlib import Path\n"
+        "import numpy as np\n"
+        "for path, train in (('fit', preemptible.train_fit), ('loop', preemptible.train_loop)):\n"
+        f"    model = train(Path(path), {STEPS}, {INTERVAL})\n"
+        "    flat = np.concatenate([w.ravel() for w in model.get_weights()])\n"
+        "    np.save(f'{path}.npy', flat)\n"
+        "sys.exit(0)\n"
+    )
+    code = "import sys\nsys.path.insert(0, '.')\nimport tensorflow as tf\n"
+    code += "tf.keras.utils.set_random_seed(0)\ntf.config.experimental.enable_op_determinism()\n"
+    result = subprocess.run(
+        [sys.executable, "-c", code + prelude],
+        cwd=folder,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return {path: np.load(folder / f"{path}.npy") for path in ("fit", "loop")}
+
+
+def last_checkpoint_before(step: int) -> int:
+    """Where a run killed right after `step` resumes: the pause comes before that step's save."""
+    return (step - 1) // INTERVAL * INTERVAL
+
+
+def kill_and_resume(path: str, folder: Path) -> tuple[list[int], np.ndarray]:
+    """A chain of runs killed at random steps, then one to the end; its final weights."""
+    write_script(folder)
+    run_dir = folder / "run"
+    generator = random.Random(f"06_preemption-{LANE}-{path}")
+    kills = sorted(generator.sample(range(1, STEPS - 3), 2))
+    signals = [signal.SIGKILL, signal.SIGKILL]
+    if path == "loop":  # then a SIGTERM, which PreemptionCheckpointHandler turns into a save
+        kills.append(generator.randrange(kills[-1] + 1, STEPS - 1))
+        signals.append(signal.SIGTERM)
+    resume_at = 0
+    for kill, pause_signal in zip(kills, signals, strict=True):
+        result = run(folder, command(path, run_dir, kill), pause_signal)
+        assert result["start"] == resume_at, (path, kill, result)
+        if pause_signal == signal.SIGKILL:
+            assert (result["exit"], result["last"]) == (-signal.SIGKILL, kill)
+            resume_at = last_checkpoint_before(kill)
+            assert 0 < kill - resume_at <= INTERVAL  # no more than one interval lost
+        else:  # one more step, a checkpoint before the next, exit code 42: nothing lost
+            assert (result["exit"], result["last"]) == (42, kill + 1)
+            resume_at = kill + 1
+    final = run(folder, command(path, run_dir))
+    assert (final["start"], final["last"], final["exit"]) == (resume_at, STEPS, 0)
+    print(f"{LANE} {path}: kill points {kills} ({', '.join(s.name for s in signals)})")
+    return kills, weights(run_dir)
+
+
+def test_kill_and_resume_at_random_steps(uninterrupted, tmp_path):
+    with ThreadPoolExecutor() as pool:  # the two paths' processes side by side
+        chains = {path: pool.submit(kill_and_resume, path, tmp_path / path) for path in PATHS}
+    for path, chain in chains.items():
+        kills, final_weights = chain.result()
+        assert len(kills) >= 2
+        np.testing.assert_array_equal(final_weights, uninterrupted[path])
+
+
+# The child kills itself inside the save that would record this checkpoint.
+DIE_IN_SAVE = """
+import os, signal
+import tensorflow as tf
+from tensorflow.python.checkpoint import checkpoint_management
+
+record = checkpoint_management.update_checkpoint_state_internal
+
+def record_or_die(save_dir, model_checkpoint_path, *args, **kwargs):
+    if model_checkpoint_path.endswith({name!r}):  # its files are written, not yet recorded
+        os.kill(os.getpid(), signal.SIGKILL)
+    return record(save_dir, model_checkpoint_path, *args, **kwargs)
+
+checkpoint_management.update_checkpoint_state_internal = record_or_die
+"""
+
+
+def kill_during_a_write(path: str, folder: Path) -> np.ndarray:
+    write_script(folder)
+    run_dir = folder / "run"
+    second_save = 2 * INTERVAL
+    if path == "fit" and KERAS_MAJOR >= 3:  # Keras 3 overwrites latest.weights.h5 in place
+        killed = run(folder, command(path, run_dir, second_save + 1))
+        latest = run_dir / "backup" / "latest.weights.h5"
+        assert (run_dir / "backup" / "latest.weights.h5.bkp").exists()
+        latest.write_bytes(latest.read_bytes()[: latest.stat().st_size // 2])
+    else:  # a CheckpointManager: the loop's, or Keras 2's BackupAndRestore (its 2nd save)
+        name = f"ckpt-{second_save}" if path == "loop" else "ckpt-2"
+        killed = run(folder, command(path, run_dir), prelude=DIE_IN_SAVE.format(name=name))
+        written = [p.name for p in run_dir.rglob(f"{name}.index")]
+        assert written, "the kill came before the checkpoint's files were written"
+    assert killed["exit"] == -signal.SIGKILL and killed["last"] in (second_save, second_save + 1)
+    final = run(folder, command(path, run_dir))
+    assert (final["start"], final["last"], final["exit"]) == (INTERVAL, STEPS, 0)
+    return weights(run_dir)
+
+
+def test_a_kill_during_a_checkpoint_write_leaves_a_run_that_resumes(uninterrupted, tmp_path):
+    with ThreadPoolExecutor() as pool:
+        runs = {path: pool.submit(kill_during_a_write, path, tmp_path / path) for path in PATHS}
+    for path, resumed in runs.items():
+        np.testing.assert_array_equal(resumed.result(), uninterrupted[path])
