@@ -7,7 +7,9 @@ TensorFlow is first imported, so call `quiet_logs()` before `import tensorflow`:
 level, then imports TensorFlow itself, because TensorFlow's Python logger resets itself to
 INFO on stdout in interactive sessions such as Jupyter when it is first used.
 
-Where one log line explains a result, `log_lines` brings just that line back.
+Where one log line explains a result, `log_lines` brings just that line back; C++ lines that
+no log level reaches (XLA's first "Compiled cluster using XLA!") are kept out by
+`stderr_silenced`.
 
 Opt out with `quiet_logs(False)` or by setting TPU_MIGRATION_VERBOSE=1 before starting
 Jupyter; a TF_CPP_MIN_LOG_LEVEL that is already set is respected.
@@ -49,7 +51,7 @@ def quiet_logs(enabled: bool | None = None) -> bool:
     warnings.filterwarnings("ignore", category=DeprecationWarning)
     warnings.filterwarnings("ignore", category=FutureWarning)
 
-    with _stderr_silenced():  # newer TF logs through absl before any log level applies
+    with stderr_silenced():  # newer TF logs through absl before any log level applies
         import absl.logging
         import tensorflow as tf
 
@@ -59,12 +61,13 @@ def quiet_logs(enabled: bool | None = None) -> bool:
 
 
 @contextlib.contextmanager
-def _stderr_silenced() -> Iterator[None]:
+def stderr_silenced() -> Iterator[None]:
     """Send file descriptor 2 to /dev/null: C++ code writes there, past Python's sys.stderr.
 
     TensorFlow >= 2.16 prints "All log messages before absl::InitializeLog() ..." and oneDNN
-    notices while importing, whatever TF_CPP_MIN_LOG_LEVEL says. A Python exception raised by
-    the import is not affected: it is reported after the descriptor is restored.
+    notices while importing, and XLA "Compiled cluster using XLA!" at its first compilation,
+    whatever TF_CPP_MIN_LOG_LEVEL says. A Python exception raised inside is not affected: it
+    is reported after the descriptor is restored.
     """
     sys.stderr.flush()
     saved = os.dup(2)
