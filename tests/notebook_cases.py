@@ -161,6 +161,24 @@ CASES = [
         "ParameterError",
         "steps=1 (int): expected an integer from 2 to 1000",
     ),
+    Case("06_preemption.ipynb", lanes=COLAB),
+    Case("06_preemption.ipynb", {"steps": 12, "checkpoint_interval": 4, "kill_step": 8}),
+    Case(
+        "06_preemption.ipynb",
+        {"path": "loop", "steps": 10, "checkpoint_interval": 5, "kill_step": 3, "seed": 7},
+    ),
+    Case(
+        "06_preemption.ipynb",
+        {"kill_step": 30},
+        "ParameterError",
+        "kill_step=30 (int): expected an integer from 1 to 28",
+    ),
+    Case(
+        "06_preemption.ipynb",
+        {"checkpoint_interval": 7},
+        "ParameterError",
+        "checkpoint_interval=7 (int): expected one of 1, 2, 3, 5, 6, 10, 15, 30",
+    ),
 ]
 
 
