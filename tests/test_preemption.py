@@ -16,6 +16,8 @@ as in the notebook; each run pays a TensorFlow import, so the runs are short and
   overwrites its weights file in place, so a kill during a backup leaves it cut short: the
   test cuts the newest backup to half its length, as such a kill would, and the script's
   `double_checkpoint=True` must fall back to the previous backup.
+- TensorFlow 1 (reference lane only): a `TPUEstimator` (off a TPU) killed twice and
+  restarted from its `model_dir`, ending with the uninterrupted run's weights.
 """
 
 from __future__ import annotations
@@ -211,3 +213,95 @@ def test_a_kill_during_a_checkpoint_write_leaves_a_run_that_resumes(uninterrupte
         runs = {path: pool.submit(kill_during_a_write, path, tmp_path / path) for path in PATHS}
     for path, resumed in runs.items():
         np.testing.assert_array_equal(resumed.result(), uninterrupted[path])
+
+
+# TensorFlow 1: a TPUEstimator run (off a TPU) killed and restarted from its model_dir. Its
+# input_fn starts again from the first batch at every restart, so the data repeats with a
+# period of one checkpoint interval: a restart at a checkpoint then reads what the
+# uninterrupted run read (with a longer period, TF1 restarts would not reproduce it).
+TF1_SCRIPT = """
+import sys
+from pathlib import Path
+
+import numpy as np
+import tensorflow as tf
+
+from helpers import regression
+
+tf1 = tf.compat.v1
+run_dir, steps, interval, pause_at = Path(sys.argv[1]), *map(int, sys.argv[2:5])
+
+
+def input_fn(params):
+    (x, y), _ = regression.train_and_eval_data(seed=0)
+    data = tf.data.Dataset.from_tensor_slices((x, y)).batch(params["batch_size"], True)
+    return data.take(interval).repeat()
+
+
+def model_fn(features, labels, mode, params):
+    kernel = tf1.constant_initializer(regression.INITIAL_KERNEL)
+    predictions = tf1.layers.dense(features, 1, kernel_initializer=kernel)
+    loss = tf1.losses.mean_squared_error(labels, predictions)
+    train_op = tf1.train.AdagradOptimizer(0.05).minimize(loss, tf1.train.get_global_step())
+    return tf1.estimator.tpu.TPUEstimatorSpec(mode, loss=loss, train_op=train_op)
+
+
+class Progress(tf1.train.SessionRunHook):
+    def begin(self):
+        self.global_step = tf1.train.get_global_step()
+
+    def after_create_session(self, session, coord):
+        print("start", session.run(self.global_step), flush=True)
+
+    def after_run(self, run_context, run_values):
+        step = run_context.session.run(self.global_step)
+        print("step", step, flush=True)
+        if step == pause_at:
+            print("paused", step, flush=True)
+            sys.stdin.readline()
+
+
+config = tf1.estimator.tpu.RunConfig(model_dir=str(run_dir), save_checkpoints_steps=interval)
+estimator = tf1.estimator.tpu.TPUEstimator(
+    model_fn=model_fn, config=config, use_tpu=False, train_batch_size=8
+)
+estimator.train(input_fn, max_steps=steps, hooks=[Progress()])
+names = ("dense/kernel", "dense/bias")
+weights = [estimator.get_variable_value(name).ravel() for name in names]
+np.save(run_dir / "final_weights.npy", np.concatenate(weights))
+print("done", flush=True)
+"""
+
+
+def run_tf1(folder: Path, run_dir: Path, pause_at: int = 0) -> dict:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "tf1_training.py").write_text(TF1_SCRIPT)
+    prelude = f"sys.argv = ['tf1_training.py', {str(run_dir)!r}, '{STEPS}', '{INTERVAL}', "
+    prelude += f"'{pause_at}']\nrunpy.run_path('tf1_training.py', run_name='__main__')\n"
+    prelude += "sys.exit(0)"
+    return run(folder, [], prelude=prelude)
+
+
+@pytest.mark.reference_only  # tf.estimator: TensorFlow 2.15 only
+def test_tpu_estimator_killed_and_restarted_resumes_from_model_dir(tmp_path):
+    generator = random.Random(f"06_preemption-{LANE}-tf1")
+    kills = sorted(generator.sample(range(1, STEPS - 1), 2))
+    run_dir = tmp_path / "model_dir"
+    with ThreadPoolExecutor() as pool:  # the uninterrupted run beside the killed ones
+        uninterrupted = pool.submit(run_tf1, tmp_path / "uninterrupted", tmp_path / "u")
+        resume_at = 0
+        for kill in kills:
+            result = run_tf1(tmp_path / "killed", run_dir, kill)
+            assert result["start"] == resume_at and result["exit"] == -signal.SIGKILL, result
+            # The pause comes before the saver's after_run (MonitoredTrainingSession runs the
+            # train() hooks before the chief-only ones), as in the TF2 script.
+            resume_at = last_checkpoint_before(kill)
+            assert 0 < kill - resume_at <= INTERVAL
+        final = run_tf1(tmp_path / "killed", run_dir)
+        assert (final["start"], final["last"], uninterrupted.result()["last"]) == (
+            resume_at,
+            STEPS,
+            STEPS,
+        )
+    print(f"{LANE} TPUEstimator: kill points {kills} (SIGKILL)")
+    np.testing.assert_array_equal(weights(run_dir), weights(tmp_path / "u"))
