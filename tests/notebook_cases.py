@@ -161,6 +161,17 @@ CASES = [
         "ParameterError",
         "steps=1 (int): expected an integer from 2 to 1000",
     ),
+    # 07 starts worker processes (a TensorFlow import each): its defaults run under nbval in
+    # the reference lane, other parameters once with Keras 3.
+    Case(
+        "07_multi_worker.ipynb", {"num_workers": 3, "global_batch": 12, "steps": 6}, lanes=CURRENT
+    ),
+    Case(
+        "07_multi_worker.ipynb",
+        {"global_batch": 9},
+        "ParameterError",
+        "global_batch=9 does not divide across 2 replicas",
+    ),
     Case("06_preemption.ipynb", lanes=COLAB),
     Case("06_preemption.ipynb", {"steps": 12, "checkpoint_interval": 4, "kill_step": 8}),
     Case(
