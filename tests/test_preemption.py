@@ -305,3 +305,54 @@ def test_tpu_estimator_killed_and_restarted_resumes_from_model_dir(tmp_path):
         )
     print(f"{LANE} TPUEstimator: kill points {kills} (SIGKILL)")
     np.testing.assert_array_equal(weights(run_dir), weights(tmp_path / "u"))
+
+
+# The pitfall notebook 06 describes: PreemptionCheckpointHandler.run checks for SIGTERM, and
+# saves, before it calls the step function, so a batch passed as an argument was taken from
+# the iterator before that save. The script's own step takes its batch inside the function.
+BATCH_AS_ARGUMENT = """
+import runpy, sys
+from pathlib import Path
+import tensorflow as tf
+
+script = runpy.run_path("preemptible.py")  # its functions; its main does not run
+steps, pause_at, run_dir = {steps}, {pause_at}, Path({run_dir!r})
+model, optimizer = script["build_model"]()
+iterator = iter(script["training_data"]())
+checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, iterator=iterator)
+manager = tf.train.CheckpointManager(checkpoint, str(run_dir), max_to_keep=2)
+handler = tf.distribute.experimental.PreemptionCheckpointHandler(None, manager)
+print("start", int(optimizer.iterations), flush=True)
+
+@tf.function
+def train_step(features, labels):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.square(labels - model(features, training=True)))
+    gradients = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(gradients, model.trainable_variables))
+
+while (step := int(optimizer.iterations) + 1) <= steps:
+    handler.run(train_step, *next(iterator))  # the batch is taken before run() saves
+    print("step", step, flush=True)
+    if step == pause_at:
+        print("paused", step, flush=True)
+        sys.stdin.readline()
+script["np"].save(run_dir / "final_weights.npy",
+                  script["np"].concatenate([w.ravel() for w in model.get_weights()]))
+sys.exit(0)
+"""
+
+
+def test_a_batch_passed_to_the_handler_is_lost_to_a_sigterm(uninterrupted, tmp_path):
+    write_script(tmp_path)
+    run_dir, kill = tmp_path / "run", STEPS // 2
+
+    def prelude(pause_at):
+        return BATCH_AS_ARGUMENT.format(steps=STEPS, pause_at=pause_at, run_dir=str(run_dir))
+
+    stopped = run(tmp_path, [], signal.SIGTERM, prelude=prelude(kill))
+    assert (stopped["exit"], stopped["last"]) == (42, kill + 1)
+    final = run(tmp_path, [], prelude=prelude(0))
+    assert (final["start"], final["last"]) == (kill + 1, STEPS)
+    # The checkpoint's iterator was one batch ahead of its step counter: a batch was skipped.
+    assert not np.array_equal(weights(run_dir), uninterrupted["loop"])
