@@ -68,7 +68,7 @@ def parameter_names(path) -> set[str]:
 
 
 @pytest.mark.reference_only
-def test_every_notebook_has_good_and_bad_runs_and_replica_counts_1_2_8_where_it_has_them():
+def test_every_notebook_has_other_parameters_bad_ones_and_replica_counts_1_2_8_where_it_has_them():
     replicas: dict[str, set[int]] = defaultdict(set)
     good: dict[str, int] = defaultdict(int)
     bad: dict[str, int] = defaultdict(int)
@@ -78,8 +78,8 @@ def test_every_notebook_has_good_and_bad_runs_and_replica_counts_1_2_8_where_it_
             replicas[case.notebook].add(case.parameters.get("virtual_replicas", 8))
         else:
             bad[case.notebook] += 1
-    for path in notebook_paths():
-        assert good[path.name] >= 2 and bad[path.name] >= 1, path.name
+    for path in notebook_paths():  # nbval runs each notebook at its defaults in this lane too
+        assert good[path.name] >= 1 and bad[path.name] >= 1, path.name
         if "virtual_replicas" in parameter_names(path):
             assert {1, 2, 8} <= replicas[path.name], path.name
 
