@@ -32,7 +32,7 @@ PYTEST_TMP = --basetemp=$(BUILD)/pytest/$(1)
 
 .DEFAULT_GOAL := help
 .PHONY: help run test test-reference test-current test-colab test-docs test-fast test-newest \
-	check-compat check-locks lint record docs compat lock set-repository clean
+	check-compat check-locks lint hooks record docs compat lock set-repository clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 18
@@ -144,6 +144,9 @@ lint: $(STAMP) ## ruff over helpers, tools, tests, docs and notebooks; lock file
 
 check-locks: $(STAMP) ## fail if a lock file is stale against its .in file (offline)
 	$(BIN)/python -m tools.lock --check
+
+hooks: $(STAMP) ## install the git pre-commit hook (.pre-commit-config.yaml: ruff, conventions, workflows, locks)
+	$(BIN)/pre-commit install
 
 lock: $(UV_STAMP) ## compile the lanes' lock files from their .in files (keeps pins that still fit)
 	$(PYTHON) -m tools.lock --uv $(UV)
