@@ -109,22 +109,26 @@ check-compat: ## fail if README's compatibility table disagrees with the lanes' 
 	$(PYTHON) -m tools.compat_table --check
 
 test-reference: $(STAMP) lint ## reference lane (TF 2.15): lint, unit, conventions, papermill, nbval
+	@mkdir -p $(BUILD)/pytest
 	TPU_MIGRATION_LANE=reference $(BIN)/python -m pytest tests notebooks --nbval --nbval-current-env \
 	  --nbval-sanitize-with tests/nbval_sanitize.cfg --ignore=tests/test_site.py \
 	  -p no:cacheprovider $(call PYTEST_TMP,reference) $(PYTEST_ARGS)
 
 test-current: $(CURRENT_STAMP) ## current lane (newest TF, Keras 3): unit tests, TF2 notebooks, upstream bugs
 	@$(CURRENT_BIN)/python -c 'import tensorflow as tf, keras; print(f"current lane: TensorFlow {tf.__version__}, Keras {keras.__version__}")' 2>/dev/null
+	@mkdir -p $(BUILD)/pytest
 	TPU_MIGRATION_LANE=current $(CURRENT_BIN)/python -m pytest tests -m "not reference_only" \
 	  --ignore=tests/test_site.py -p no:cacheprovider $(call PYTEST_TMP,current) $(PYTEST_ARGS)
 
 test-colab: $(COLAB_STAMP) ## Colab lane (the TF Colab's set-up installs): unit tests, upstream bugs, each notebook once
 	@$(COLAB_BIN)/python -c 'import tensorflow as tf, keras; print(f"Colab lane: TensorFlow {tf.__version__}, Keras {keras.__version__}")' 2>/dev/null
+	@mkdir -p $(BUILD)/pytest
 	TPU_MIGRATION_LANE=colab $(COLAB_BIN)/python -m pytest tests -m "not reference_only" \
 	  --ignore=tests/test_site.py -p no:cacheprovider $(call PYTEST_TMP,colab) $(PYTEST_ARGS)
 
 test-docs: $(DOCS_STAMP) ## the site: build with warnings as errors, links, pages in Chromium
 	@bash tools/ensure_chromium.sh
+	@mkdir -p $(BUILD)/pytest
 	$(DOCS_BIN)/python -m pytest tests/test_site.py -p no:cacheprovider $(call PYTEST_TMP,docs) $(PYTEST_ARGS)
 	@echo "Screenshots of every page: $(BUILD)/site-shots/"
 
