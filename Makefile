@@ -2,6 +2,14 @@
 # `make help` lists the targets.
 
 PYTHON ?= $(shell command -v python3.11 2>/dev/null || command -v python3)
+# The venvs are created and filled by uv (UV_VERSION, installed into TOOLS_VENV by the Python
+# above) from the lanes' lock files. Where uv cannot be installed, `make INSTALLER=pip ...`
+# does the same with venv and pip.
+INSTALLER ?= uv
+UV_VERSION := 0.13.9
+TOOLS_VENV := .venv-tools
+UV := $(TOOLS_VENV)/bin/uv
+UV_STAMP := $(TOOLS_VENV)/.uv-$(UV_VERSION)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
@@ -18,22 +26,46 @@ DOCS_BIN := $(DOCS_VENV)/bin
 DOCS_STAMP := $(DOCS_VENV)/.installed
 BUILD := build
 PYTEST_ARGS ?=
+# Each lane's pytest keeps its temporary folders, and so the notebooks it executed, in
+# build/pytest/LANE (CI keeps them when a run fails).
+PYTEST_TMP = --basetemp=$(BUILD)/pytest/$(1)
 
 .DEFAULT_GOAL := help
-.PHONY: help run test test-reference test-current test-colab test-docs test-fast lint record \
-	docs compat set-repository clean
+.PHONY: help run test test-reference test-current test-colab test-docs test-fast test-newest \
+	check-compat check-locks lint hooks record docs compat lock set-repository clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 18
 
-# $(call venv,FOLDER,REQUIREMENTS,PIP_OPTIONS): create FOLDER if needed, install the
-# requirements and this repository's helpers into it (the recipe runs only when a stamp is
-# older than its requirements, so a second run reinstalls nothing).
+# $(call venv,FOLDER,LOCK): create FOLDER if needed, make its packages exactly the LOCK file's
+# and install this repository's helpers into it (the recipe runs only when a stamp is older
+# than the lock, so a second run reinstalls nothing).
+ifeq ($(INSTALLER),uv)
+UV_NEEDED := $(UV_STAMP)
+define venv
+	@test -x $(1)/bin/python || $(UV) venv --quiet --python $(PYTHON) $(1)
+	$(UV) pip sync --quiet --python $(1)/bin/python $(2)
+	$(UV) pip install --quiet --python $(1)/bin/python --no-deps -e .
+endef
+else ifeq ($(INSTALLER),pip)
+UV_NEEDED :=
 define venv
 	@test -x $(1)/bin/python || $(PYTHON) -m venv $(1)
-	$(1)/bin/python -m pip install -qq --disable-pip-version-check $(3) -r $(2)
+	@$(1)/bin/python -m pip --version >/dev/null 2>&1 || $(1)/bin/python -m ensurepip --default-pip >/dev/null
+	$(1)/bin/python -m pip install -qq --disable-pip-version-check -r $(2)
 	$(1)/bin/python -m pip install -qq --disable-pip-version-check --no-deps -e .
 endef
+else
+$(error INSTALLER=$(INSTALLER): use uv or pip)
+endif
+
+$(UV_STAMP):
+	@echo "Installing uv $(UV_VERSION) into $(TOOLS_VENV) (it creates and fills the other venvs)..."
+	@test -x $(TOOLS_VENV)/bin/python || $(PYTHON) -m venv $(TOOLS_VENV)
+	@$(TOOLS_VENV)/bin/python -m pip install -qq --disable-pip-version-check uv==$(UV_VERSION) || { \
+	  echo "uv $(UV_VERSION) could not be installed: run make INSTALLER=pip ... to use pip instead."; \
+	  exit 1; }
+	@touch $@
 
 # $(call kernel,FOLDER,DISPLAY NAME): register FOLDER's Python as the `python3` Jupyter kernel
 # inside FOLDER, which papermill and nbval find when run from it.
@@ -41,65 +73,87 @@ define kernel
 	$(1)/bin/python -m ipykernel install --sys-prefix --name python3 --display-name "$(2)" >/dev/null
 endef
 
-$(STAMP): requirements.txt pyproject.toml
+$(STAMP): requirements.txt pyproject.toml | $(UV_NEEDED)
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' || { \
 	  echo "The reference lane needs Python 3.11 (TensorFlow 2.15 has no wheels for newer" \
 	       "Pythons). Install it and run: make PYTHON=/path/to/python3.11 ..."; exit 1; }
-	@echo "Installing the reference lane into $(VENV) (TensorFlow 2.15.1; about a minute)..."
-	$(call venv,$(VENV),requirements.txt,)
+	@echo "Installing the reference lane into $(VENV) (TensorFlow 2.15.1) with $(INSTALLER)..."
+	$(call venv,$(VENV),requirements.txt)
 	$(call kernel,$(VENV),Python 3 (TPU migration, TF 2.15))
 	@touch $@
 
-$(CURRENT_STAMP): requirements-current.txt pyproject.toml
-	@echo "Installing the current lane into $(CURRENT_VENV) (newest TensorFlow; about a minute)..."
-	$(call venv,$(CURRENT_VENV),requirements-current.txt,--upgrade)
+$(CURRENT_STAMP): requirements-current.txt pyproject.toml | $(UV_NEEDED)
+	@echo "Installing the current lane into $(CURRENT_VENV) (the newest TensorFlow when requirements-current.txt was last locked) with $(INSTALLER)..."
+	$(call venv,$(CURRENT_VENV),requirements-current.txt)
 	$(call kernel,$(CURRENT_VENV),Python 3 (TPU migration, newest TF))
 	@touch $@
 
-$(COLAB_STAMP): requirements-colab.txt pyproject.toml
-	@echo "Installing the Colab lane into $(COLAB_VENV) (TensorFlow $(COLAB_TF), as on Colab; about a minute)..."
-	$(call venv,$(COLAB_VENV),requirements-colab.txt,)
+$(COLAB_STAMP): requirements-colab.txt pyproject.toml | $(UV_NEEDED)
+	@echo "Installing the Colab lane into $(COLAB_VENV) (TensorFlow $(COLAB_TF), as on Colab) with $(INSTALLER)..."
+	$(call venv,$(COLAB_VENV),requirements-colab.txt)
 	$(call kernel,$(COLAB_VENV),Python 3 (TPU migration, TF $(COLAB_TF) as on Colab))
 	@touch $@
 
-$(DOCS_STAMP): requirements-docs.txt pyproject.toml
-	@echo "Installing the site's tools into $(DOCS_VENV) (Sphinx, myst-nb, Playwright)..."
-	$(call venv,$(DOCS_VENV),requirements-docs.txt,)
+$(DOCS_STAMP): requirements-docs.txt pyproject.toml | $(UV_NEEDED)
+	@echo "Installing the site's tools into $(DOCS_VENV) (Sphinx, myst-nb, Playwright) with $(INSTALLER)..."
+	$(call venv,$(DOCS_VENV),requirements-docs.txt)
 	@touch $@
 
 run: $(STAMP) ## execute every notebook with papermill into build/run and summarise
 	$(BIN)/python -m tools.run_notebooks --out $(BUILD)/run
 
 test: test-reference test-current test-colab test-docs ## the whole test suite: the three lanes, the site, the compatibility table
-	$(BIN)/python -m tools.compat_table --check
+	@$(MAKE) --no-print-directory check-compat
+
+check-compat: ## fail if README's compatibility table disagrees with the lanes' last runs
+	$(PYTHON) -m tools.compat_table --check
 
 test-reference: $(STAMP) lint ## reference lane (TF 2.15): lint, unit, conventions, papermill, nbval
+	@mkdir -p $(BUILD)/pytest
 	TPU_MIGRATION_LANE=reference $(BIN)/python -m pytest tests notebooks --nbval --nbval-current-env \
 	  --nbval-sanitize-with tests/nbval_sanitize.cfg --ignore=tests/test_site.py \
-	  -p no:cacheprovider $(PYTEST_ARGS)
+	  -p no:cacheprovider $(call PYTEST_TMP,reference) $(PYTEST_ARGS)
 
 test-current: $(CURRENT_STAMP) ## current lane (newest TF, Keras 3): unit tests, TF2 notebooks, upstream bugs
 	@$(CURRENT_BIN)/python -c 'import tensorflow as tf, keras; print(f"current lane: TensorFlow {tf.__version__}, Keras {keras.__version__}")' 2>/dev/null
+	@mkdir -p $(BUILD)/pytest
 	TPU_MIGRATION_LANE=current $(CURRENT_BIN)/python -m pytest tests -m "not reference_only" \
-	  --ignore=tests/test_site.py -p no:cacheprovider $(PYTEST_ARGS)
+	  --ignore=tests/test_site.py -p no:cacheprovider $(call PYTEST_TMP,current) $(PYTEST_ARGS)
 
 test-colab: $(COLAB_STAMP) ## Colab lane (the TF Colab's set-up installs): unit tests, upstream bugs, each notebook once
 	@$(COLAB_BIN)/python -c 'import tensorflow as tf, keras; print(f"Colab lane: TensorFlow {tf.__version__}, Keras {keras.__version__}")' 2>/dev/null
+	@mkdir -p $(BUILD)/pytest
 	TPU_MIGRATION_LANE=colab $(COLAB_BIN)/python -m pytest tests -m "not reference_only" \
-	  --ignore=tests/test_site.py -p no:cacheprovider $(PYTEST_ARGS)
+	  --ignore=tests/test_site.py -p no:cacheprovider $(call PYTEST_TMP,colab) $(PYTEST_ARGS)
 
 test-docs: $(DOCS_STAMP) ## the site: build with warnings as errors, links, pages in Chromium
 	@bash tools/ensure_chromium.sh
-	$(DOCS_BIN)/python -m pytest tests/test_site.py -p no:cacheprovider $(PYTEST_ARGS)
+	@mkdir -p $(BUILD)/pytest
+	$(DOCS_BIN)/python -m pytest tests/test_site.py -p no:cacheprovider $(call PYTEST_TMP,docs) $(PYTEST_ARGS)
 	@echo "Screenshots of every page: $(BUILD)/site-shots/"
 
 test-fast: $(STAMP) ## unit tests and notebook conventions only (no notebook execution)
 	TPU_MIGRATION_LANE=reference $(BIN)/python -m pytest tests -m "not notebook" \
 	  --ignore=tests/test_site.py -p no:cacheprovider $(PYTEST_ARGS)
 
-lint: $(STAMP) ## ruff over helpers, tools, tests, docs and notebooks
+test-newest: $(UV_STAMP) ## re-resolve the current lane to the newest releases, then test it (CI's weekly run)
+	$(PYTHON) -m tools.lock --uv $(UV) --upgrade current
+	@git diff --stat -- requirements-current.txt 2>/dev/null || true
+	@$(MAKE) --no-print-directory test-current
+
+lint: $(STAMP) ## ruff over helpers, tools, tests, docs and notebooks; lock files current
 	$(BIN)/ruff check helpers tools tests docs notebooks
 	$(BIN)/ruff format --check helpers tools tests docs
+	@$(MAKE) --no-print-directory check-locks
+
+check-locks: $(STAMP) ## fail if a lock file is stale against its .in file (offline)
+	$(BIN)/python -m tools.lock --check
+
+hooks: $(STAMP) ## install the git pre-commit hook (.pre-commit-config.yaml: ruff, conventions, workflows, locks)
+	$(BIN)/pre-commit install
+
+lock: $(UV_STAMP) ## compile the lanes' lock files from their .in files (keeps pins that still fit)
+	$(PYTHON) -m tools.lock --uv $(UV)
 
 record: $(STAMP) ## re-execute the notebooks in place to refresh their committed outputs
 	$(BIN)/python -m tools.record_notebooks notebooks/*.ipynb

@@ -90,13 +90,13 @@ def test_the_colab_lane_pins_the_tensorflow_that_the_colab_setup_installs():
     assert pins == [colab.TENSORFLOW_VERSION], (
         f"requirements-colab.txt pins tensorflow {pins}, helpers.colab installs "
         f"tensorflow-tpu=={colab.TENSORFLOW_VERSION}: regenerate requirements-colab.txt "
-        "(its header says how)"
+        "(change requirements-colab.in, then `make lock`)"
     )
     assert colab.TPU_PACKAGES[0] == f"tensorflow-tpu=={colab.TENSORFLOW_VERSION}"
     unpinned = [
         line
         for line in requirements.splitlines()
-        if line.strip() and not line.startswith("#") and "==" not in line
+        if line.strip() and not line.lstrip().startswith("#") and "==" not in line
     ]
     assert not unpinned, f"requirements-colab.txt must pin every package: {unpinned}"
 

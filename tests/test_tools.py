@@ -3,8 +3,13 @@ ignored, the first error stops the run and fails it), and re-pointing the reposi
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
+
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+from support import ROOT
 
 from tools.compat_table import LANES, table
 from tools.nbexec import PAPERMILL_MARKER_TAG, RAISES_EXCEPTION_TAG, execute, inspect
@@ -160,3 +165,29 @@ def test_compatibility_table_has_a_column_per_lane_and_names_every_runtime_in_it
         "| CPU, GPU, TPU: not verified |"
     )
     assert "the Colab lane (TensorFlow 2.20.0, Keras 3.15.1)" in table(records)
+
+
+def test_make_run_prints_progress_and_results_and_the_kernels_own_stderr(tmp_path):
+    """`make run` (tools.run_notebooks): nothing but progress and result lines on stdout; on
+    stderr, what the kernel itself writes there, and no warning about unencrypted TCP (the
+    kernel is reached over IPC)."""
+    source = tmp_path / "quiet.ipynb"
+    cell = "import os\nos.write(2, b'written to the kernel stderr\\n')\nprint('Runtime: CPU | x')"
+    nbformat.write(new_notebook(cells=[new_code_cell(cell)]), source)
+    result = subprocess.run(
+        [sys.executable, "-m", "tools.run_notebooks", "--out", str(tmp_path / "out"), str(source)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stderr == "written to the kernel stderr\n"
+    lines = [line for line in result.stdout.splitlines() if line.strip()]
+    assert lines[0] == "[1/1] running quiet.ipynb ..."
+    assert re.fullmatch(r" +PASS quiet\.ipynb +\d+\.\ds  Runtime: CPU \| x", lines[1])
+    assert lines[2:] == [
+        f"Executed notebooks are in {tmp_path / 'out'}/",
+        "  " + lines[1].strip(),
+        "1 passed, 0 failed",
+    ]

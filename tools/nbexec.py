@@ -18,11 +18,17 @@ from pathlib import Path
 from typing import Any
 
 import nbformat
+from traitlets.config import Config
 
 # The tag nbval and Jupyter honour to let a cell end in an error. Colab ignores it, so the
 # collection forbids it (tests/test_notebook_conventions.py) and this harness ignores it.
 RAISES_EXCEPTION_TAG = "raises-exception"
 PAPERMILL_MARKER_TAG = "papermill-error-cell-tag"
+# The kernel talks to this process over Unix sockets in Jupyter's runtime folder instead of
+# TCP on localhost. Over TCP, ipykernel (kernelapp.py, init_sockets) warns on stderr at every
+# start that the connection is unencrypted, a line per notebook in `make run`; over IPC it
+# has nothing to warn about, and every other message on stderr still shows.
+KERNEL_CONFIG = Config({"KernelManager": {"transport": "ipc"}})
 
 
 @dataclass(frozen=True)
@@ -130,6 +136,7 @@ def execute(
             progress_bar=False,
             execution_timeout=timeout_s,
             force_raise_errors=True,  # nbclient: no tag lets a cell's error pass
+            config=KERNEL_CONFIG,  # nbclient passes it on to the kernel manager
         )
     except papermill.PapermillExecutionError:
         pass  # judged below from the written notebook
