@@ -29,6 +29,12 @@ PYTEST_ARGS ?=
 # Each lane's pytest keeps its temporary folders, and so the notebooks it executed, in
 # build/pytest/LANE (CI keeps them when a run fails).
 PYTEST_TMP = --basetemp=$(BUILD)/pytest/$(1)
+# `make test` runs two lanes at a time (TEST_JOBS), so each line a lane prints starts with its
+# name; pipefail keeps a failing pytest failing through the pipe.
+TEST_JOBS ?= 2
+LANE_PREFIX = 2>&1 | sed -u 's/^/[$(1)] /'
+SHELL := /bin/bash
+.SHELLFLAGS := -o pipefail -c
 
 .DEFAULT_GOAL := help
 .PHONY: help run test test-reference test-current test-colab test-docs test-fast test-newest \
@@ -102,7 +108,8 @@ $(DOCS_STAMP): requirements-docs.txt pyproject.toml | $(UV_NEEDED)
 run: $(STAMP) ## execute every notebook with papermill into build/run and summarise
 	$(BIN)/python -m tools.run_notebooks --out $(BUILD)/run
 
-test: test-reference test-current test-colab test-docs ## the whole test suite: the three lanes, the site, the compatibility table
+test: ## the whole test suite: the three lanes and the site, two at a time, then the compatibility table
+	@$(MAKE) --no-print-directory -j$(TEST_JOBS) test-reference test-current test-colab test-docs
 	@$(MAKE) --no-print-directory check-compat
 
 check-compat: ## fail if README's compatibility table disagrees with the lanes' last runs
@@ -112,24 +119,27 @@ test-reference: $(STAMP) lint ## reference lane (TF 2.15): lint, unit, conventio
 	@mkdir -p $(BUILD)/pytest
 	TPU_MIGRATION_LANE=reference $(BIN)/python -m pytest tests notebooks --nbval --nbval-current-env \
 	  --nbval-sanitize-with tests/nbval_sanitize.cfg --ignore=tests/test_site.py \
-	  -p no:cacheprovider $(call PYTEST_TMP,reference) $(PYTEST_ARGS)
+	  -p no:cacheprovider $(call PYTEST_TMP,reference) $(PYTEST_ARGS) $(call LANE_PREFIX,reference)
 
 test-current: $(CURRENT_STAMP) ## current lane (newest TF, Keras 3): unit tests, TF2 notebooks, upstream bugs
 	@$(CURRENT_BIN)/python -c 'import tensorflow as tf, keras; print(f"current lane: TensorFlow {tf.__version__}, Keras {keras.__version__}")' 2>/dev/null
 	@mkdir -p $(BUILD)/pytest
 	TPU_MIGRATION_LANE=current $(CURRENT_BIN)/python -m pytest tests -m "not reference_only" \
-	  --ignore=tests/test_site.py -p no:cacheprovider $(call PYTEST_TMP,current) $(PYTEST_ARGS)
+	  --ignore=tests/test_site.py -p no:cacheprovider $(call PYTEST_TMP,current) $(PYTEST_ARGS) \
+	  $(call LANE_PREFIX,current)
 
 test-colab: $(COLAB_STAMP) ## Colab lane (the TF Colab's set-up installs): unit tests, upstream bugs, each notebook once
 	@$(COLAB_BIN)/python -c 'import tensorflow as tf, keras; print(f"Colab lane: TensorFlow {tf.__version__}, Keras {keras.__version__}")' 2>/dev/null
 	@mkdir -p $(BUILD)/pytest
 	TPU_MIGRATION_LANE=colab $(COLAB_BIN)/python -m pytest tests -m "not reference_only" \
-	  --ignore=tests/test_site.py -p no:cacheprovider $(call PYTEST_TMP,colab) $(PYTEST_ARGS)
+	  --ignore=tests/test_site.py -p no:cacheprovider $(call PYTEST_TMP,colab) $(PYTEST_ARGS) \
+	  $(call LANE_PREFIX,colab)
 
 test-docs: $(DOCS_STAMP) ## the site: build with warnings as errors, links, pages in Chromium
 	@bash tools/ensure_chromium.sh
 	@mkdir -p $(BUILD)/pytest
-	$(DOCS_BIN)/python -m pytest tests/test_site.py -p no:cacheprovider $(call PYTEST_TMP,docs) $(PYTEST_ARGS)
+	$(DOCS_BIN)/python -m pytest tests/test_site.py -p no:cacheprovider $(call PYTEST_TMP,docs) \
+	  $(PYTEST_ARGS) $(call LANE_PREFIX,site)
 	@echo "Screenshots of every page: $(BUILD)/site-shots/"
 
 test-fast: $(STAMP) ## unit tests and notebook conventions only (no notebook execution)
