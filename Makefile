@@ -27,10 +27,11 @@ DOCS_STAMP := $(DOCS_VENV)/.installed
 BUILD := build
 PYTEST_ARGS ?=
 # Each lane's pytest keeps its temporary folders, and so the notebooks it executed, in
-# build/pytest/LANE (CI keeps them when a run fails).
-PYTEST_TMP = --basetemp=$(BUILD)/pytest/$(1)
-# `make test` runs two lanes at a time (TEST_JOBS), so each line a lane prints starts with its
-# name; pipefail keeps a failing pytest failing through the pipe.
+# build/pytest/LANE (CI keeps them when a run fails), and lists its ten slowest tests.
+PYTEST_TMP = --basetemp=$(BUILD)/pytest/$(1) --durations=10
+# `make test` runs two lanes at a time (TEST_JOBS) and goes on with the others when one fails,
+# so each line a lane prints starts with its name; pipefail keeps a failing pytest failing
+# through the pipe. Each lane ends with its ten slowest tests (--durations above).
 TEST_JOBS ?= 2
 LANE_PREFIX = 2>&1 | sed -u 's/^/[$(1)] /'
 SHELL := /bin/bash
@@ -109,7 +110,7 @@ run: $(STAMP) ## execute every notebook with papermill into build/run and summar
 	$(BIN)/python -m tools.run_notebooks --out $(BUILD)/run
 
 test: ## the whole test suite: the three lanes and the site, two at a time, then the compatibility table
-	@$(MAKE) --no-print-directory -j$(TEST_JOBS) test-reference test-current test-colab test-docs
+	@$(MAKE) --no-print-directory -k -j$(TEST_JOBS) test-reference test-current test-colab test-docs
 	@$(MAKE) --no-print-directory check-compat
 
 check-compat: ## fail if README's compatibility table disagrees with the lanes' last runs

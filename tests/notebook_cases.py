@@ -168,9 +168,13 @@ CASES = [
         "steps=1 (int): expected an integer from 2 to 1000",
     ),
     # 07 starts a process per worker (a TensorFlow import each, a minute a run): its defaults
-    # run under nbval in the reference lane and here in the Colab lane, three workers in both.
+    # run under nbval in the reference lane and here in the Colab lane; three workers in the
+    # reference lane, two with other parameters in the current lane.
     Case("07_multi_worker.ipynb", lanes=COLAB),
-    Case("07_multi_worker.ipynb", {"num_workers": 3, "global_batch": 12, "steps": 6}),
+    Case(
+        "07_multi_worker.ipynb", {"num_workers": 3, "global_batch": 12, "steps": 6}, lanes=REFERENCE
+    ),
+    Case("07_multi_worker.ipynb", {"global_batch": 16, "steps": 6}, lanes=CURRENT),
     Case(
         "07_multi_worker.ipynb",
         {"global_batch": 9},

@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import nbformat
+import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 from support import ROOT
 
@@ -167,6 +168,9 @@ def test_compatibility_table_has_a_column_per_lane_and_names_every_runtime_in_it
     assert "the Colab lane (TensorFlow 2.20.0, Keras 3.15.1)" in table(records)
 
 
+# `make run` executes the notebooks with the reference venv only; newer ipykernels (the other
+# lanes) may log "KeyboardInterrupt caught in kernel" while the kernel shuts down.
+@pytest.mark.reference_only
 def test_make_run_prints_progress_and_results_and_the_kernels_own_stderr(tmp_path):
     """`make run` (tools.run_notebooks): nothing but progress and result lines on stdout; on
     stderr, what the kernel itself writes there, and no warning about unencrypted TCP (the
