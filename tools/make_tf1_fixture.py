@@ -1,5 +1,11 @@
 """Store notebook 01's TPUEstimator run in fixtures/tf1_reference, where notebook 04 reads it.
 
+With `--notebook 09` it stores notebook 09's run (its `model_fn` with feature columns) in
+fixtures/tf1_model_fn instead, the same way: notebook 09 runs at its defaults with
+`model_dir` a new temporary folder and `compare_stored=False`, and writes its run into
+`model_dir` (`tf1_run.json` with the same `checkpoint` and `saved_model` paths, documented in
+its "The run, stored"); notebook 09 itself checks a live run against the stored one.
+
 `.venv/bin/python -m tools.make_tf1_fixture` (TensorFlow 2.15: it needs
 `tf.compat.v1.estimator`). It runs notebooks/01_tpu_estimator.ipynb with papermill at its
 default parameters, with `model_dir` a new temporary folder, and copies the run that the
@@ -35,6 +41,8 @@ from tools.project import NOTEBOOKS, ROOT
 
 NOTEBOOK = NOTEBOOKS / "01_tpu_estimator.ipynb"
 DEFAULT_OUT = ROOT / "fixtures" / "tf1_reference"
+NOTEBOOK_09 = NOTEBOOKS / "09_real_model_fn.ipynb"
+DEFAULT_OUT_09 = ROOT / "fixtures" / "tf1_model_fn"
 
 
 def run_notebook_01(model_dir: Path) -> Path:
@@ -44,6 +52,15 @@ def run_notebook_01(model_dir: Path) -> Path:
     )
     if not outcome.passed:
         raise RuntimeError(f"notebook 01 failed: {outcome.summary()}")
+    return model_dir
+
+
+def run_notebook_09(model_dir: Path) -> Path:
+    """Run notebook 09 at its defaults with `model_dir`, not comparing with the stored run."""
+    parameters = {"model_dir": str(model_dir), "compare_stored": False}
+    outcome = execute(NOTEBOOK_09, model_dir.parent / "09_executed.ipynb", parameters)
+    if not outcome.passed:
+        raise RuntimeError(f"notebook 09 failed: {outcome.summary()}")
     return model_dir
 
 
@@ -58,8 +75,9 @@ def write_manifest(directory: Path) -> dict[str, str]:
     return files
 
 
-def copy_run(model_dir: Path, out: Path) -> dict:
-    """Copy the run that notebook 01 saved in `model_dir` to `out`; return its tf1_run.json.
+def copy_run(model_dir: Path, out: Path, notebook: str = "01") -> dict:
+    """Copy the run that notebook 01 (or 09) saved in `model_dir` to `out`; return its
+    tf1_run.json.
 
     `out` is replaced only when it is a stored run already (it has a manifest); any other
     folder with files in it is refused, never deleted.
@@ -76,7 +94,10 @@ def copy_run(model_dir: Path, out: Path) -> dict:
     shutil.copytree(model_dir / run["saved_model"], out / "saved_model")
     run["checkpoint"] = f"checkpoint/{prefix.name}"
     run["saved_model"] = "saved_model"
-    run["made_by"] = "python -m tools.make_tf1_fixture (notebook 01 at its defaults)"
+    option = "" if notebook == "01" else f" --notebook {notebook}"
+    run["made_by"] = (
+        f"python -m tools.make_tf1_fixture{option} (notebook {notebook} at its defaults)"
+    )
     (out / "tf1_run.json").write_text(json.dumps(run, indent=1) + "\n")
     write_manifest(out)
     return run
@@ -84,19 +105,24 @@ def copy_run(model_dir: Path, out: Path) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--notebook", choices=("01", "09"), default="01")
+    parser.add_argument(
+        "--out", type=Path, help="default: fixtures/tf1_reference (01), tf1_model_fn (09)"
+    )
     args = parser.parse_args(argv)
+    args.out = args.out or (DEFAULT_OUT if args.notebook == "01" else DEFAULT_OUT_09)
+    run_notebook = run_notebook_01 if args.notebook == "01" else run_notebook_09
     try:
         import tensorflow_estimator  # noqa: F401
     except ImportError:
         print("make_tf1_fixture: needs TensorFlow 2.15 with tensorflow-estimator", file=sys.stderr)
         return 1
     with tempfile.TemporaryDirectory(prefix="tf1-run-") as scratch:
-        model_dir = run_notebook_01(Path(scratch) / "model_dir")
-        run = copy_run(model_dir, args.out.resolve())
+        model_dir = run_notebook(Path(scratch) / "model_dir")
+        run = copy_run(model_dir, args.out.resolve(), args.notebook)
     total = sum(path.stat().st_size for path in args.out.rglob("*") if path.is_file())
     print(f"wrote {args.out} ({total / 1024:.0f} KB) with TensorFlow {run['tensorflow']}")
-    print(f"final loss {run['losses'][-1]:.8f}, kernel {run['weights']['dense/kernel']}")
+    print(f"final loss {run['losses'][-1]:.8f}")
     return 0
 
 
