@@ -17,7 +17,6 @@ CASES_04 = [
     Case(NOTEBOOK, lanes=COLAB),
     Case(NOTEBOOK, {"virtual_replicas": 1}),
     Case(NOTEBOOK, {"virtual_replicas": 2, "seed": 7}),
-    Case(NOTEBOOK, {"virtual_replicas": 8}),
     Case(
         NOTEBOOK,
         {"virtual_replicas": 3},

@@ -7,6 +7,7 @@ error, the expected one. The nbval run (reference lane) covers the defaults ther
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from collections import defaultdict
@@ -14,7 +15,7 @@ from importlib.metadata import version
 
 import nbformat
 import pytest
-from notebook_cases import CASES, Case
+from notebook_cases import CASES, REFERENCE, Case
 from support import LANE
 
 from tools.nbexec import Outcome, execute
@@ -61,27 +62,47 @@ def record(path, case: Case, outcome: Outcome, passed: bool) -> None:
         file.write(json.dumps(entry) + "\n")
 
 
-def parameter_names(path) -> set[str]:
+def parameter_defaults(path) -> dict:
+    """The values in a notebook's `parameters` cell (the defaults nbval and Colab run with)."""
     nb = nbformat.read(path, as_version=4)
     cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
-    return set(re.findall(r"^(\w+)\s*=", cell.source, flags=re.MULTILINE))
+    tree = ast.parse(cell.source)
+    return {
+        node.targets[0].id: ast.literal_eval(node.value)
+        for node in tree.body
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
+    }
+
+
+def replicas_run(lanes: tuple[str, ...], notebook: str, defaults: dict) -> set[int]:
+    """Replica counts the good cases of these lanes run, besides the defaults."""
+    return {
+        case.parameters.get("virtual_replicas", defaults["virtual_replicas"])
+        for case in CASES
+        if case.notebook == notebook and case.error is None and set(case.lanes) & set(lanes)
+    }
 
 
 @pytest.mark.reference_only
 def test_every_notebook_has_other_parameters_bad_ones_and_replica_counts_1_2_8_where_it_has_them():
-    replicas: dict[str, set[int]] = defaultdict(set)
+    """Each Keras generation runs 1, 2 and 8 replicas once, not once per lane: Keras 2 in the
+    reference lane (papermill, and nbval at the defaults), Keras 3 in the current lane and the
+    Colab lane (which runs the defaults)."""
     good: dict[str, int] = defaultdict(int)
     bad: dict[str, int] = defaultdict(int)
     for case in (case for case in CASES if "reference" in case.lanes):
-        if case.error is None:
+        if case.error is None and case.parameters:
             good[case.notebook] += 1
-            replicas[case.notebook].add(case.parameters.get("virtual_replicas", 8))
-        else:
+        elif case.error is not None:
             bad[case.notebook] += 1
-    for path in notebook_paths():  # nbval runs each notebook at its defaults in this lane too
+    for path in notebook_paths():
         assert good[path.name] >= 1 and bad[path.name] >= 1, path.name
-        if "virtual_replicas" in parameter_names(path):
-            assert {1, 2, 8} <= replicas[path.name], path.name
+        defaults = parameter_defaults(path)
+        if "virtual_replicas" in defaults:
+            keras_2 = replicas_run(REFERENCE, path.name, defaults) | {defaults["virtual_replicas"]}
+            keras_3 = replicas_run(("current", "colab"), path.name, defaults)
+            assert {1, 2, 8} <= keras_2, path.name
+            assert {1, 2, 8} <= keras_3, path.name
 
 
 @pytest.mark.reference_only
