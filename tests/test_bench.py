@@ -1,0 +1,96 @@
+"""The benchmark command: its statistics on synthetic timings, and the shape of a --quick run."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from helpers.timing import markdown_table, ratios, steps_per_second
+from tools import bench
+
+
+def test_steps_per_second_is_the_median_over_repeats():
+    # 100 steps in 1 s, 2 s and 0.5 s: 100, 50 and 200 steps/s; one slow repeat moves it little
+    assert steps_per_second(100, [1.0, 2.0, 0.5]) == 100.0
+    assert steps_per_second(100, [1.0, 1.0, 10.0]) == 100.0
+    assert steps_per_second(10, [1.0, 0.5]) == 15.0  # even count: mean of the middle two
+
+
+@pytest.mark.parametrize("seconds", [[], [1.0, 0.0], [-1.0]])
+def test_steps_per_second_refuses_empty_or_non_positive_durations(seconds):
+    with pytest.raises(ValueError, match="positive durations"):
+        steps_per_second(10, seconds)
+
+
+def test_ratios_divide_by_the_baseline():
+    assert ratios({"estimator": 200.0, "fit": 1000.0, "loop": 50.0}, "estimator") == {
+        "estimator": 1.0,
+        "fit": 5.0,
+        "loop": 0.25,
+    }
+
+
+def test_markdown_table_rounds_floats_and_keeps_the_column_order():
+    table = markdown_table([{"path": "fit", "steps/s": 1234.5678, "calls": 10}])
+    assert table.splitlines() == [
+        "| path | steps/s | calls |",
+        "|---|---|---|",
+        "| fit | 1.23e+03 | 10 |",
+    ]
+
+
+def synthetic_row(workload, path, per_call, rate, batch):
+    return {
+        "workload": workload,
+        "path": path,
+        "steps_per_call": per_call,
+        "replicas": 1,
+        "steps_per_s": rate,
+        "examples_per_s": rate * batch,
+    }
+
+
+def test_combine_gives_ratios_to_the_estimator_and_to_the_fastest_loop():
+    rows = [
+        synthetic_row("tiny", "TPUEstimator iterations_per_loop=1", 1, 100.0, 8),
+        synthetic_row("tiny", "Model.fit", 100, 800.0, 8),
+        synthetic_row("tiny", "custom loop", 1, 50.0, 8),
+        synthetic_row("tiny", "custom loop", 100, 1000.0, 8),
+        synthetic_row("mlp", "custom loop", 10, 10.0, 256),
+    ]
+    flops = 10.0 * 256 * bench.MLP_FLOPS_PER_EXAMPLE * 2  # the MLP at half the matmul rate
+    report = bench.combine([{"runtime": "CPU", "rows": rows, "matmul_flops": flops}])
+    by_path = {(r["workload"], r["path"], r["steps_per_call"]): r for r in report["rows"]}
+    fit = by_path[("tiny", "Model.fit", 100)]
+    assert fit["vs_estimator"] == pytest.approx(8.0)
+    assert fit["vs_best_loop"] == pytest.approx(0.8)
+    assert by_path[("tiny", "custom loop", 1)]["vs_best_loop"] == pytest.approx(0.05)
+    mlp = by_path[("mlp", "custom loop", 10)]
+    assert mlp["vs_estimator"] is None and mlp["flops_fraction"] == pytest.approx(0.5)
+
+
+def test_without_an_estimator_the_report_says_why():
+    rows = [synthetic_row("tiny", "custom loop", 1, 50.0, 8)]
+    report = bench.combine([{"runtime": "CPU", "rows": rows, "matmul_flops": None}])
+    assert report["rows"][0]["vs_estimator"] is None
+    assert any("no tf.estimator" in note for note in report["notes"])
+
+
+def test_quick_run_writes_a_markdown_table_and_json(tmp_path):
+    command = [sys.executable, "-m", "tools.bench", "--quick", "--out", str(tmp_path)]
+    subprocess.run(command, check=True, capture_output=True, timeout=120)
+    report = json.loads((tmp_path / "bench.json").read_text())
+    assert report["runtimes"] and report["matmul_flops"] > 0
+    paths = {row["path"] for row in report["rows"]}
+    assert {"Model.fit", "custom loop"} <= paths
+    for row in report["rows"]:
+        assert row["steps_per_s"] > 0 and row["vs_best_loop"] > 0
+        assert row["examples_per_s"] == pytest.approx(
+            row["steps_per_s"] * (8 if row["workload"] == "tiny" else 256)
+        )
+    markdown = (tmp_path / "bench.md").read_text()
+    assert markdown.startswith("Runtime: CPU, 1 replica(s), TensorFlow ")
+    assert "| workload | replicas | path | steps/call | steps/s |" in markdown

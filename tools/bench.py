@@ -1,0 +1,390 @@
+"""`make bench`: training steps per second by steps per call: TPUEstimator, Model.fit, custom loop.
+
+    python -m tools.bench [--quick] [--out DIR]
+
+Measures steps/s and examples/s (median of several repeats, warm-up excluded) for
+TPUEstimator's `iterations_per_loop` (TensorFlow 2.15 only; off a TPU it runs one step per
+session call), `Model.fit`'s `steps_per_execution`, and a custom loop running 1, 10 or 100
+steps per `tf.function` call; on the guide's tiny model (per-step overhead dominates) and on
+an MLP on MNIST-shaped data (compute dominates), whose FLOP/s are compared with this
+machine's matrix-multiply FLOP/s measured in the same run. Each replica count runs in its own
+process (virtual CPU devices are fixed at TensorFlow's start). Writes bench.md and bench.json
+to build/bench/ unless --out says otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from helpers import compat
+from helpers.timing import markdown_table, ratios, runtime_line, steps_per_second
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY_BATCH = 8  # the guide's global batch
+MLP_BATCH = 256
+MLP_UNITS = (784, 512, 512, 10)
+MLP_FLOPS_PER_EXAMPLE = 6 * sum(a * b for a, b in itertools.pairwise(MLP_UNITS))
+
+
+def settings(quick: bool, replicas: int = 1) -> dict:
+    if quick:  # one process, short repeats: checks the command, not the figures
+        return {
+            "replicas": (1,),
+            "repeats": 2,
+            "tiny_steps": 100,
+            "mlp_steps": 4,
+            "calls": (1, 10, 100),
+            "mlp_calls": (1, 4),
+            "variants": False,
+        }
+    if replicas > 1:  # the CPU split into virtual devices: every step is slower
+        return {
+            "replicas": (1, 8),
+            "repeats": 3,
+            "tiny_steps": 200,
+            "mlp_steps": 10,
+            "calls": (1, 10, 100),
+            "mlp_calls": (1, 10),
+            "variants": False,
+        }
+    return {
+        "replicas": (1, 8),
+        "repeats": 5,
+        "tiny_steps": 1000,
+        "mlp_steps": 20,
+        "calls": (1, 10, 100, 1000),
+        "mlp_calls": (1, 10, 20),
+        "variants": True,
+    }
+
+
+def timed(run, repeats: int) -> list[float]:
+    run()  # warm-up: tracing, first execution
+    durations = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        durations.append(time.perf_counter() - start)
+    return durations
+
+
+def tiny_dataset(tf, batch, steps=None, prefetch=True, cache=False, drop_remainder=True):
+    features, labels = [[1.0, 1.5]], [[0.3]]
+    dataset = tf.data.Dataset.from_tensor_slices((features, labels)).repeat()
+    return dataset.batch(batch, drop_remainder=drop_remainder).prefetch(2)
+
+
+def mlp_dataset(tf, prefetch=True, cache=True, drop_remainder=True):
+    images = tf.random.stateless_uniform([2048, 784], seed=[1, 2])
+    classes = tf.random.stateless_uniform([2048], seed=[3, 4], maxval=10, dtype=tf.int32)
+    dataset = tf.data.Dataset.from_tensor_slices((images, classes))
+    dataset = dataset.map(lambda x, y: (x * 2.0 - 1.0, y))  # work that cache() saves
+    if cache:
+        dataset = dataset.cache()
+    dataset = dataset.repeat().batch(MLP_BATCH, drop_remainder=drop_remainder)
+    return dataset.prefetch(tf.data.AUTOTUNE) if prefetch else dataset
+
+
+def build(tf, kind, dtype_policy="float32"):
+    if kind == "tiny":
+        model = tf.keras.Sequential([tf.keras.Input((2,)), tf.keras.layers.Dense(1)])
+        return model, tf.keras.optimizers.Adagrad(0.05), tf.keras.losses.MeanSquaredError()
+    tf.keras.mixed_precision.set_global_policy(dtype_policy)
+    layers = [tf.keras.layers.Dense(n, activation="relu") for n in MLP_UNITS[1:-1]]
+    head = tf.keras.layers.Dense(MLP_UNITS[-1], dtype="float32")
+    model = tf.keras.Sequential([tf.keras.Input((784,)), *layers, head])
+    tf.keras.mixed_precision.set_global_policy("float32")
+    loss = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    return model, tf.keras.optimizers.SGD(0.01), loss
+
+
+def fit_rate(tf, strategy, kind, dataset, spe, steps, repeats, jit=False, policy="float32"):
+    with strategy.scope():
+        model, optimizer, loss = build(tf, kind, policy)
+        model.compile(optimizer, loss, steps_per_execution=spe, jit_compile=jit)
+
+    class EpochTimes(tf.keras.callbacks.Callback):
+        def on_epoch_begin(self, epoch, logs=None):
+            self.start = time.perf_counter()
+
+        def on_epoch_end(self, epoch, logs=None):
+            durations.append(time.perf_counter() - self.start)
+
+    durations = []  # one fit call, epochs of `steps`: the first epoch is the warm-up
+    model.fit(
+        dataset, epochs=repeats + 1, steps_per_epoch=steps, callbacks=[EpochTimes()], verbose=0
+    )
+    return steps_per_second(steps, durations[1:])
+
+
+def loop_rate(tf, strategy, kind, dataset, per_call, steps, repeats, batch, policy="float32"):
+    with strategy.scope():
+        model, optimizer, loss_fn = build(tf, kind, policy)
+    loss_fn.reduction = "none"
+
+    def step_fn(x, y):
+        with tf.GradientTape() as tape:
+            per_example = loss_fn(y, model(x, training=True))
+            loss = tf.nn.compute_average_loss(per_example, global_batch_size=batch)
+        gradients = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(gradients, model.trainable_variables, strict=True))
+
+    @tf.function
+    def train_steps(iterator, count):
+        for _ in tf.range(count):
+            strategy.run(step_fn, args=next(iterator))
+
+    iterator = iter(strategy.experimental_distribute_dataset(dataset))
+    count = tf.constant(per_call)
+
+    def run():
+        for _ in range(steps // per_call):
+            train_steps(iterator, count)
+        optimizer.iterations.numpy()  # waits for the last call
+
+    return steps_per_second(steps, timed(run, repeats))
+
+
+def estimator_rate(tf, iterations_per_loop, steps, repeats, model_dir):
+    """TPUEstimator(use_tpu=False) on the guide's model; returns (steps/s, session.run calls)."""
+    tf1 = tf.compat.v1
+
+    class RunEnds(tf1.train.SessionRunHook):
+        def __init__(self):
+            self.times = []
+
+        def after_run(self, run_context, run_values):
+            self.times.append(time.perf_counter())
+
+    def model_fn(features, labels, mode, params):
+        logits = tf1.layers.Dense(1)(features)
+        loss = tf1.losses.mean_squared_error(labels=labels, predictions=logits)
+        train_op = tf1.train.AdagradOptimizer(0.05).minimize(loss, tf1.train.get_global_step())
+        return tf1.estimator.tpu.TPUEstimatorSpec(mode, loss=loss, train_op=train_op)
+
+    tpu_config = tf1.estimator.tpu.TPUConfig(iterations_per_loop=iterations_per_loop)
+    config = tf1.estimator.tpu.RunConfig(model_dir=str(model_dir), tpu_config=tpu_config)
+    estimator = tf1.estimator.tpu.TPUEstimator(
+        model_fn=model_fn, config=config, use_tpu=False, train_batch_size=TINY_BATCH
+    )
+    ends = RunEnds()
+    estimator.train(
+        lambda params: tiny_dataset(tf, params["batch_size"]),
+        steps=(repeats + 1) * steps,
+        hooks=[ends],
+    )
+    t = ends.times  # the first `steps` steps are the warm-up
+    durations = [t[(i + 1) * steps - 1] - t[i * steps - 1] for i in range(1, repeats + 1)]
+    return steps_per_second(steps, durations), len(t)
+
+
+def matmul_flops(tf, repeats, n=1024):
+    x = tf.random.stateless_normal([n, n], seed=[5, 6])
+    product = tf.function(lambda: tf.reduce_sum(tf.matmul(x, x)))
+    return 2 * n**3 * steps_per_second(10, timed(lambda: [product() for _ in range(10)], repeats))
+
+
+def strategy_for(tf, replicas):
+    if replicas == 1:
+        return tf.distribute.get_strategy()
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(
+        cpu, [tf.config.LogicalDeviceConfiguration()] * replicas
+    )
+    return tf.distribute.MirroredStrategy([d.name for d in tf.config.list_logical_devices("CPU")])
+
+
+def worker(replicas: int, quick: bool, model_dir: Path) -> dict:
+    from helpers.quiet import quiet_logs
+
+    quiet_logs()
+    import tensorflow as tf
+
+    s, rows = settings(quick, replicas), []
+    strategy = strategy_for(tf, replicas)
+    tf.keras.utils.set_random_seed(0)
+    keras_bug_19246 = compat.keras_major() >= 3 and replicas > 1  # see notebook 02
+
+    def row(workload, path, per_call, rate, batch):
+        rows.append(
+            {
+                "workload": workload,
+                "path": path,
+                "steps_per_call": per_call,
+                "replicas": replicas,
+                "steps_per_s": rate,
+                "examples_per_s": rate * batch,
+            }
+        )
+        print(
+            f"{replicas} replica(s), {workload}, {path}, {per_call}: {rate:.4g} steps/s",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    def fits(workload, dataset, calls, steps, batch, **options):
+        for spe in calls:
+            if keras_bug_19246 and spe > 1:
+                continue  # keras-team/keras#19246
+            n = max(steps, 2 * spe)
+            rate = fit_rate(tf, strategy, workload, dataset, spe, n, s["repeats"], **options)
+            row(workload, "Model.fit" + _suffix(options), spe, rate, batch)
+
+    tiny = tiny_dataset(tf, TINY_BATCH)
+    if replicas == 1 and _has_estimator(tf):
+        for ipl in (1, 10, 100):
+            rate, calls = estimator_rate(
+                tf, ipl, s["tiny_steps"], s["repeats"], model_dir / str(ipl)
+            )
+            per_call = (s["repeats"] + 1) * s["tiny_steps"] / calls
+            row("tiny", f"TPUEstimator iterations_per_loop={ipl}", per_call, rate, TINY_BATCH)
+    fits("tiny", tiny, s["calls"], s["tiny_steps"], TINY_BATCH)
+    for per_call in s["calls"]:
+        n = max(s["tiny_steps"], 2 * per_call)
+        rate = loop_rate(tf, strategy, "tiny", tiny, per_call, n, s["repeats"], TINY_BATCH)
+        row("tiny", "custom loop", per_call, rate, TINY_BATCH)
+    mlp = mlp_dataset(tf)
+    fits("mlp", mlp, s["mlp_calls"], s["mlp_steps"], MLP_BATCH)
+    for per_call in s["mlp_calls"]:
+        n = max(s["mlp_steps"], 2 * per_call)
+        rate = loop_rate(tf, strategy, "mlp", mlp, per_call, n, s["repeats"], MLP_BATCH)
+        row("mlp", "custom loop", per_call, rate, MLP_BATCH)
+    if s["variants"] and replicas == 1:
+        fits("tiny", tiny, (s["calls"][-1],), s["tiny_steps"], TINY_BATCH, jit=True)
+        fits("mlp", mlp, (10,), s["mlp_steps"], MLP_BATCH, policy="mixed_bfloat16")
+        for option in ("prefetch", "cache", "drop_remainder"):
+            dataset = mlp_dataset(tf, **{option: False})
+            rate = fit_rate(tf, strategy, "mlp", dataset, 10, s["mlp_steps"], s["repeats"])
+            row("mlp", f"Model.fit, {option}=False", 10, rate, MLP_BATCH)
+    flops = matmul_flops(tf, s["repeats"]) if replicas == 1 else None
+    return {"runtime": runtime_line(strategy, tf), "rows": rows, "matmul_flops": flops}
+
+
+def _suffix(options: dict) -> str:
+    words = [f"{k}={v}" for k, v in options.items() if k == "jit" and v]
+    words += [v for k, v in options.items() if k == "policy" and v != "float32"]
+    return "".join(f", {w}" for w in words).replace("jit=True", "jit_compile=True")
+
+
+def _has_estimator(tf) -> bool:
+    try:
+        compat.require_estimator(tf)
+    except compat.EstimatorUnavailableError:
+        return False
+    return True
+
+
+def combine(results: list[dict]) -> dict:
+    """All rows, with ratios to the TPUEstimator baseline and to the best custom loop."""
+    rows = [row for result in results for row in result["rows"]]
+    flops = next((r["matmul_flops"] for r in results if r["matmul_flops"]), None)
+    baseline = next(
+        (r["steps_per_s"] for r in rows if r["path"] == "TPUEstimator iterations_per_loop=1"),
+        None,
+    )
+    for row in rows:
+        group = [
+            r for r in rows if (r["workload"], r["replicas"]) == (row["workload"], row["replicas"])
+        ]
+        loops = {
+            str(r["steps_per_call"]): r["steps_per_s"] for r in group if r["path"] == "custom loop"
+        }
+        best = max(loops.values())
+        row["vs_estimator"] = (
+            ratios({"row": row["steps_per_s"], "base": baseline}, "base")["row"]
+            if (baseline and row["workload"] == "tiny")
+            else None
+        )
+        row["vs_best_loop"] = row["steps_per_s"] / best
+        row["flops_fraction"] = (
+            row["examples_per_s"] * MLP_FLOPS_PER_EXAMPLE / flops
+            if flops and row["workload"] == "mlp"
+            else None
+        )
+    notes = []
+    if baseline is None:
+        notes.append("No TPUEstimator rows: TensorFlow 2.16 and later have no tf.estimator.")
+    if any(r["replicas"] > 1 for r in rows) and compat.keras_major() >= 3:
+        notes.append(
+            "No Model.fit rows with steps_per_execution > 1 on several replicas: "
+            "keras-team/keras#19246 (Keras 3, MirroredStrategy)."
+        )
+    return {
+        "runtimes": [r["runtime"] for r in results],
+        "matmul_flops": flops,
+        "mlp_flops_per_example": MLP_FLOPS_PER_EXAMPLE,
+        "rows": rows,
+        "notes": notes,
+    }
+
+
+def markdown(report: dict) -> str:
+    shown = [
+        {
+            "workload": r["workload"],
+            "replicas": r["replicas"],
+            "path": r["path"],
+            "steps/call": r["steps_per_call"],
+            "steps/s": r["steps_per_s"],
+            "examples/s": r["examples_per_s"],
+            "x TPUEstimator": r["vs_estimator"] or "",
+            "x best loop": r["vs_best_loop"],
+            "of matmul FLOP/s": r["flops_fraction"] or "",
+        }
+        for r in report["rows"]
+    ]
+    lines = ["Runtime: " + "; ".join(report["runtimes"]), ""]
+    if report["matmul_flops"]:
+        lines += [
+            f"Matrix multiply (1024x1024, float32): {report['matmul_flops'] / 1e9:.3g} GFLOP/s",
+            "",
+        ]
+    return "\n".join([*lines, markdown_table(shown), "", *report["notes"]]) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a short run, for the tests")
+    parser.add_argument("--out", type=Path, default=ROOT / "build" / "bench")
+    parser.add_argument("--worker", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    if args.worker:
+        with tempfile.TemporaryDirectory(prefix="bench_estimator_") as model_dir:
+            result = worker(args.worker, args.quick, Path(model_dir))
+        print(json.dumps(result))
+        return 0
+    results = []
+    for replicas in settings(args.quick)["replicas"]:
+        command = [
+            sys.executable,
+            "-m",
+            "tools.bench",
+            "--worker",
+            str(replicas),
+            "--out",
+            str(args.out),
+        ]
+        command += ["--quick"] if args.quick else []
+        env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+        done = subprocess.run(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
+        if done.returncode:
+            return done.returncode
+        results.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    report = combine(results)
+    (args.out / "bench.json").write_text(json.dumps(report, indent=2) + "\n")
+    (args.out / "bench.md").write_text(markdown(report))
+    print(markdown(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
