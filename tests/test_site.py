@@ -38,6 +38,11 @@ TF1_CONCEPTS = [
     "model_dir",
     "train_batch_size",
     "eval_batch_size",
+    "feature_column",
+    "scaffold_fn",
+    "warm_start_from",
+    "export_outputs",
+    "train_and_evaluate",
 ]
 
 
