@@ -35,35 +35,16 @@ MLP_FLOPS_PER_EXAMPLE = 6 * sum(a * b for a, b in itertools.pairwise(MLP_UNITS))
 
 
 def settings(quick: bool, replicas: int = 1) -> dict:
+    """Per process: steps per call measured, repeats, seconds per timed repeat, probe steps."""
+    common = {"repeats": 3, "window": 0.4, "probe": {"tiny": 100, "mlp": 4}, "variants": False}
     if quick:  # one process, short repeats: checks the command, not the figures
-        return {
-            "replicas": (1,),
-            "repeats": 2,
-            "tiny_steps": 100,
-            "mlp_steps": 4,
-            "calls": (1, 10, 100),
-            "mlp_calls": (1, 4),
-            "variants": False,
-        }
+        return {**common, "replicas": (1,), "repeats": 2, "window": 0.05, "estimator_steps": 100,
+                "calls": {"tiny": (1, 10, 100), "mlp": (1, 4)}}  # fmt: skip
     if replicas > 1:  # the CPU split into virtual devices: every step is slower
-        return {
-            "replicas": (1, 8),
-            "repeats": 3,
-            "tiny_steps": 200,
-            "mlp_steps": 10,
-            "calls": (1, 10, 100),
-            "mlp_calls": (1, 10),
-            "variants": False,
-        }
-    return {
-        "replicas": (1, 8),
-        "repeats": 5,
-        "tiny_steps": 1000,
-        "mlp_steps": 20,
-        "calls": (1, 10, 100, 1000),
-        "mlp_calls": (1, 10, 20),
-        "variants": True,
-    }
+        return {**common, "replicas": (1, 8), "estimator_steps": 0,
+                "calls": {"tiny": (1, 10, 100), "mlp": (1, 10)}}  # fmt: skip
+    return {**common, "replicas": (1, 8), "variants": True, "estimator_steps": 1000,
+            "calls": {"tiny": (1, 10, 100, 1000), "mlp": (1, 10, 20)}}  # fmt: skip
 
 
 def timed(run, repeats: int) -> list[float]:
@@ -106,7 +87,7 @@ def build(tf, kind, dtype_policy="float32"):
     return model, tf.keras.optimizers.SGD(0.01), loss
 
 
-def fit_rate(tf, strategy, kind, dataset, spe, steps, repeats, jit=False, policy="float32"):
+def fit_rate(tf, strategy, kind, dataset, spe, steps, repeats, window, jit=False, policy="float32"):
     with strategy.scope():
         model, optimizer, loss = build(tf, kind, policy)
         model.compile(optimizer, loss, steps_per_execution=spe, jit_compile=jit)
@@ -118,24 +99,39 @@ def fit_rate(tf, strategy, kind, dataset, spe, steps, repeats, jit=False, policy
         def on_epoch_end(self, epoch, logs=None):
             durations.append(time.perf_counter() - self.start)
 
-    durations = []  # one fit call, epochs of `steps`: the first epoch is the warm-up
-    model.fit(
-        dataset, epochs=repeats + 1, steps_per_epoch=steps, callbacks=[EpochTimes()], verbose=0
-    )
-    return steps_per_second(steps, durations[1:])
+    def run(epochs, steps, callbacks=()):
+        model.fit(dataset, epochs=epochs, steps_per_epoch=steps, callbacks=callbacks, verbose=0)
+
+    steps = calibrated(lambda: run(1, steps), steps, spe, window)
+    durations = []  # one fit call, `repeats` epochs of `steps`, each timed by the callback
+    run(repeats, steps, [EpochTimes()])
+    return steps_per_second(steps, durations), steps
 
 
-def loop_rate(tf, strategy, kind, dataset, per_call, steps, repeats, batch, policy="float32"):
+def calibrated(run, probe_steps, multiple, window):
+    """Steps that take about `window` seconds (a multiple of `multiple`), after a warm-up."""
+    run()  # warm-up: tracing, first execution
+    start = time.perf_counter()
+    run()
+    rate = probe_steps / (time.perf_counter() - start)
+    return max(multiple, round(rate * window / multiple) * multiple)
+
+
+def loop_rate(tf, strategy, kind, dataset, per_call, steps, repeats, window, mean_loss=False):
     with strategy.scope():
-        model, optimizer, loss_fn = build(tf, kind, policy)
+        model, optimizer, loss_fn = build(tf, kind)
+        optimizer.build(model.trainable_variables)  # in the scope: Keras 3 needs it (notebook 03)
+        loss_mean = tf.keras.metrics.Mean()  # what Model.fit updates at every step
     loss_fn.reduction = "none"
 
     def step_fn(x, y):
         with tf.GradientTape() as tape:
             per_example = loss_fn(y, model(x, training=True))
-            loss = tf.nn.compute_average_loss(per_example, global_batch_size=batch)
+            loss = tf.nn.compute_average_loss(per_example)
         gradients = tape.gradient(loss, model.trainable_variables)
         optimizer.apply_gradients(zip(gradients, model.trainable_variables, strict=True))
+        if mean_loss:
+            loss_mean.update_state(loss)
 
     @tf.function
     def train_steps(iterator, count):
@@ -145,12 +141,18 @@ def loop_rate(tf, strategy, kind, dataset, per_call, steps, repeats, batch, poli
     iterator = iter(strategy.experimental_distribute_dataset(dataset))
     count = tf.constant(per_call)
 
-    def run():
+    def run(steps):
         for _ in range(steps // per_call):
             train_steps(iterator, count)
         optimizer.iterations.numpy()  # waits for the last call
 
-    return steps_per_second(steps, timed(run, repeats))
+    steps = calibrated(lambda: run(steps), steps, per_call, window)
+    durations = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run(steps)
+        durations.append(time.perf_counter() - start)
+    return steps_per_second(steps, durations), steps
 
 
 def estimator_rate(tf, iterations_per_loop, steps, repeats, model_dir):
@@ -186,10 +188,15 @@ def estimator_rate(tf, iterations_per_loop, steps, repeats, model_dir):
     return steps_per_second(steps, durations), len(t)
 
 
-def matmul_flops(tf, repeats, n=1024):
-    x = tf.random.stateless_normal([n, n], seed=[5, 6])
-    product = tf.function(lambda: tf.reduce_sum(tf.matmul(x, x)))
-    return 2 * n**3 * steps_per_second(10, timed(lambda: [product() for _ in range(10)], repeats))
+def matmul_flops(tf, repeats, n=2048):
+    """This machine's matrix-multiply FLOP/s, float32 and bfloat16: the best of the repeats."""
+    flops = {}
+    for dtype in ("float32", "bfloat16"):
+        x = tf.cast(tf.random.stateless_normal([n, n], seed=[5, 6]), dtype)
+        product = tf.function(lambda x=x: tf.reduce_sum(tf.cast(tf.matmul(x, x), tf.float32)))
+        durations = timed(lambda product=product: [product().numpy() for _ in range(4)], repeats)
+        flops[dtype] = 4 * 2 * n**3 / min(durations)
+    return flops
 
 
 def strategy_for(tf, replicas):
@@ -212,8 +219,10 @@ def worker(replicas: int, quick: bool, model_dir: Path) -> dict:
     strategy = strategy_for(tf, replicas)
     tf.keras.utils.set_random_seed(0)
     keras_bug_19246 = compat.keras_major() >= 3 and replicas > 1  # see notebook 02
+    batches = {"tiny": TINY_BATCH, "mlp": MLP_BATCH}
 
-    def row(workload, path, per_call, rate, batch):
+    def row(workload, path, per_call, measured):
+        rate, steps = measured
         rows.append(
             {
                 "workload": workload,
@@ -221,7 +230,8 @@ def worker(replicas: int, quick: bool, model_dir: Path) -> dict:
                 "steps_per_call": per_call,
                 "replicas": replicas,
                 "steps_per_s": rate,
-                "examples_per_s": rate * batch,
+                "examples_per_s": rate * batches[workload],
+                "steps_per_repeat": steps,
             }
         )
         print(
@@ -230,48 +240,43 @@ def worker(replicas: int, quick: bool, model_dir: Path) -> dict:
             flush=True,
         )
 
-    def fits(workload, dataset, calls, steps, batch, **options):
-        for spe in calls:
-            if keras_bug_19246 and spe > 1:
-                continue  # keras-team/keras#19246
-            n = max(steps, 2 * spe)
-            rate = fit_rate(tf, strategy, workload, dataset, spe, n, s["repeats"], **options)
-            row(workload, "Model.fit" + _suffix(options), spe, rate, batch)
+    def fit(workload, dataset, spe, path="Model.fit", **options):
+        if keras_bug_19246 and spe > 1:
+            return  # keras-team/keras#19246
+        probe = max(s["probe"][workload], spe)
+        measured = fit_rate(
+            tf, strategy, workload, dataset, spe, probe, s["repeats"], s["window"], **options
+        )
+        row(workload, path, spe, measured)
 
-    tiny = tiny_dataset(tf, TINY_BATCH)
+    def loop(workload, dataset, per_call, path="custom loop", **options):
+        probe = max(s["probe"][workload], per_call)
+        measured = loop_rate(
+            tf, strategy, workload, dataset, per_call, probe, s["repeats"], s["window"], **options
+        )
+        row(workload, path, per_call, measured)
+
+    tiny, mlp = tiny_dataset(tf, TINY_BATCH), mlp_dataset(tf)
     if replicas == 1 and _has_estimator(tf):
+        steps = s["estimator_steps"]
         for ipl in (1, 10, 100):
-            rate, calls = estimator_rate(
-                tf, ipl, s["tiny_steps"], s["repeats"], model_dir / str(ipl)
-            )
-            per_call = (s["repeats"] + 1) * s["tiny_steps"] / calls
-            row("tiny", f"TPUEstimator iterations_per_loop={ipl}", per_call, rate, TINY_BATCH)
-    fits("tiny", tiny, s["calls"], s["tiny_steps"], TINY_BATCH)
-    for per_call in s["calls"]:
-        n = max(s["tiny_steps"], 2 * per_call)
-        rate = loop_rate(tf, strategy, "tiny", tiny, per_call, n, s["repeats"], TINY_BATCH)
-        row("tiny", "custom loop", per_call, rate, TINY_BATCH)
-    mlp = mlp_dataset(tf)
-    fits("mlp", mlp, s["mlp_calls"], s["mlp_steps"], MLP_BATCH)
-    for per_call in s["mlp_calls"]:
-        n = max(s["mlp_steps"], 2 * per_call)
-        rate = loop_rate(tf, strategy, "mlp", mlp, per_call, n, s["repeats"], MLP_BATCH)
-        row("mlp", "custom loop", per_call, rate, MLP_BATCH)
+            rate, calls = estimator_rate(tf, ipl, steps, s["repeats"], model_dir / str(ipl))
+            per_call = (s["repeats"] + 1) * steps / calls
+            row("tiny", f"TPUEstimator iterations_per_loop={ipl}", per_call, (rate, steps))
+    for workload, dataset in (("tiny", tiny), ("mlp", mlp)):
+        for n in s["calls"][workload]:
+            fit(workload, dataset, n)
+        for n in s["calls"][workload]:
+            loop(workload, dataset, n)
     if s["variants"] and replicas == 1:
-        fits("tiny", tiny, (s["calls"][-1],), s["tiny_steps"], TINY_BATCH, jit=True)
-        fits("mlp", mlp, (10,), s["mlp_steps"], MLP_BATCH, policy="mixed_bfloat16")
+        most = s["calls"]["tiny"][-1]
+        fit("tiny", tiny, most, "Model.fit, jit_compile=True", jit=True)
+        loop("tiny", tiny, most, "custom loop, loss Mean per step", mean_loss=True)
+        fit("mlp", mlp, 10, "Model.fit, mixed_bfloat16", policy="mixed_bfloat16")
         for option in ("prefetch", "cache", "drop_remainder"):
-            dataset = mlp_dataset(tf, **{option: False})
-            rate = fit_rate(tf, strategy, "mlp", dataset, 10, s["mlp_steps"], s["repeats"])
-            row("mlp", f"Model.fit, {option}=False", 10, rate, MLP_BATCH)
-    flops = matmul_flops(tf, s["repeats"]) if replicas == 1 else None
+            fit("mlp", mlp_dataset(tf, **{option: False}), 10, f"Model.fit, {option}=False")
+    flops = matmul_flops(tf, 3) if replicas == 1 else None
     return {"runtime": runtime_line(strategy, tf), "rows": rows, "matmul_flops": flops}
-
-
-def _suffix(options: dict) -> str:
-    words = [f"{k}={v}" for k, v in options.items() if k == "jit" and v]
-    words += [v for k, v in options.items() if k == "policy" and v != "float32"]
-    return "".join(f", {w}" for w in words).replace("jit=True", "jit_compile=True")
 
 
 def _has_estimator(tf) -> bool:
@@ -294,18 +299,19 @@ def combine(results: list[dict]) -> dict:
         group = [
             r for r in rows if (r["workload"], r["replicas"]) == (row["workload"], row["replicas"])
         ]
-        loops = {
-            str(r["steps_per_call"]): r["steps_per_s"] for r in group if r["path"] == "custom loop"
+        best = max(r["steps_per_s"] for r in group if r["path"] == "custom loop")
+        rates = {
+            "row": row["steps_per_s"],
+            "loop": best,
+            **({"estimator": baseline} if baseline else {}),
         }
-        best = max(loops.values())
         row["vs_estimator"] = (
-            ratios({"row": row["steps_per_s"], "base": baseline}, "base")["row"]
-            if (baseline and row["workload"] == "tiny")
-            else None
+            ratios(rates, "estimator")["row"] if baseline and row["workload"] == "tiny" else None
         )
-        row["vs_best_loop"] = row["steps_per_s"] / best
+        row["vs_best_loop"] = ratios(rates, "loop")["row"]
+        dtype = "bfloat16" if "bfloat16" in row["path"] else "float32"
         row["flops_fraction"] = (
-            row["examples_per_s"] * MLP_FLOPS_PER_EXAMPLE / flops
+            row["examples_per_s"] * MLP_FLOPS_PER_EXAMPLE / flops[dtype]
             if flops and row["workload"] == "mlp"
             else None
         )
@@ -342,11 +348,14 @@ def markdown(report: dict) -> str:
         for r in report["rows"]
     ]
     lines = ["Runtime: " + "; ".join(report["runtimes"]), ""]
-    if report["matmul_flops"]:
-        lines += [
-            f"Matrix multiply (1024x1024, float32): {report['matmul_flops'] / 1e9:.3g} GFLOP/s",
-            "",
-        ]
+    for dtype, flops in (report["matmul_flops"] or {}).items():
+        lines.append(f"Matrix multiply (2048x2048, {dtype}): {flops / 1e9:.3g} GFLOP/s")
+    lines += [
+        f"MLP {MLP_UNITS}, batch {MLP_BATCH}: {MLP_FLOPS_PER_EXAMPLE / 1e6:.3g} MFLOP per "
+        "example (forward and backward); the last column is its training FLOP/s over the "
+        "matrix multiply's (bfloat16 rows: over the bfloat16 multiply's).",
+        "",
+    ]
     return "\n".join([*lines, markdown_table(shown), "", *report["notes"]]) + "\n"
 
 
