@@ -2,14 +2,16 @@
 
     python -m tools.bench [--quick] [--out DIR]
 
-Measures steps/s and examples/s (median of several repeats, warm-up excluded) for
-TPUEstimator's `iterations_per_loop` (TensorFlow 2.15 only; off a TPU it runs one step per
-session call), `Model.fit`'s `steps_per_execution`, and a custom loop running 1, 10 or 100
-steps per `tf.function` call; on the guide's tiny model (per-step overhead dominates) and on
-an MLP on MNIST-shaped data (compute dominates), whose FLOP/s are compared with this
-machine's matrix-multiply FLOP/s measured in the same run. Each replica count runs in its own
-process (virtual CPU devices are fixed at TensorFlow's start). Writes bench.md and bench.json
-to build/bench/ unless --out says otherwise.
+Measures steps/s and examples/s (median of 3 repeats of about 0.4 s each, after a warm-up)
+for TPUEstimator's `iterations_per_loop` 1, 10, 100 (TensorFlow 2.15 only; off a TPU it runs
+one step per session call), `Model.fit`'s `steps_per_execution`, and a custom loop running
+1 to 1000 steps per `tf.function` call; on the guide's tiny model (per-step overhead
+dominates) and on an MLP on MNIST-shaped data (compute dominates), whose FLOP/s are compared
+with this machine's matrix-multiply FLOP/s measured in the same run; on 1 replica, also
+`jit_compile`, `mixed_bfloat16` and the input pipeline without prefetch, cache or
+drop_remainder. Each replica count (1 and 8) runs in its own process (virtual CPU devices
+are fixed at TensorFlow's start). Writes bench.md and bench.json to build/bench/ unless
+--out says otherwise.
 """
 
 from __future__ import annotations
