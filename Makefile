@@ -39,7 +39,8 @@ SHELL := /bin/bash
 
 .DEFAULT_GOAL := help
 .PHONY: help run test test-reference test-current test-colab test-docs test-fast test-newest \
-	check-compat check-locks lint hooks record docs compat lock set-repository clean
+	check-compat check-locks lint hooks record docs compat lock set-repository clean bench \
+	bench-current
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 18
@@ -175,6 +176,12 @@ docs: $(DOCS_STAMP) ## build the site into build/site from the committed noteboo
 
 compat: $(STAMP) ## rewrite README's compatibility table from the last `make test` records
 	$(BIN)/python -m tools.compat_table
+
+bench: $(STAMP) ## training steps/s by steps per call (TPUEstimator, Model.fit, custom loop): build/bench/bench.md and bench.json
+	$(BIN)/python -m tools.bench --out $(BUILD)/bench
+
+bench-current: $(CURRENT_STAMP) ## the same benchmark in the current lane (Keras 3, no TPUEstimator): build/bench-current/
+	$(CURRENT_BIN)/python -m tools.bench --out $(BUILD)/bench-current
 
 set-repository: $(STAMP) ## point Colab links at another GitHub repository: SLUG=owner/name
 	$(BIN)/python -m tools.set_repository $(SLUG)
