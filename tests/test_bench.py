@@ -8,25 +8,24 @@ import sys
 
 import pytest
 
-from helpers.timing import markdown_table, ratios, steps_per_second
 from tools import bench
 
 
 def test_steps_per_second_is_the_median_over_repeats():
     # 100 steps in 1 s, 2 s and 0.5 s: 100, 50 and 200 steps/s; one slow repeat moves it little
-    assert steps_per_second(100, [1.0, 2.0, 0.5]) == 100.0
-    assert steps_per_second(100, [1.0, 1.0, 10.0]) == 100.0
-    assert steps_per_second(10, [1.0, 0.5]) == 15.0  # even count: mean of the middle two
+    assert bench.steps_per_second(100, [1.0, 2.0, 0.5]) == 100.0
+    assert bench.steps_per_second(100, [1.0, 1.0, 10.0]) == 100.0
+    assert bench.steps_per_second(10, [1.0, 0.5]) == 15.0  # even count: mean of the middle two
 
 
 @pytest.mark.parametrize("seconds", [[], [1.0, 0.0], [-1.0]])
 def test_steps_per_second_refuses_empty_or_non_positive_durations(seconds):
     with pytest.raises(ValueError, match="positive durations"):
-        steps_per_second(10, seconds)
+        bench.steps_per_second(10, seconds)
 
 
 def test_ratios_divide_by_the_baseline():
-    assert ratios({"estimator": 200.0, "fit": 1000.0, "loop": 50.0}, "estimator") == {
+    assert bench.ratios({"estimator": 200.0, "fit": 1000.0, "loop": 50.0}, "estimator") == {
         "estimator": 1.0,
         "fit": 5.0,
         "loop": 0.25,
@@ -34,7 +33,7 @@ def test_ratios_divide_by_the_baseline():
 
 
 def test_markdown_table_rounds_floats_and_keeps_the_column_order():
-    table = markdown_table([{"path": "fit", "steps/s": 1234.5678, "calls": 10}])
+    table = bench.markdown_table([{"path": "fit", "steps/s": 1234.5678, "calls": 10}])
     assert table.splitlines() == [
         "| path | steps/s | calls |",
         "|---|---|---|",

@@ -20,14 +20,51 @@ import argparse
 import itertools
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from helpers import compat
-from helpers.timing import markdown_table, ratios, runtime_line, steps_per_second
+from helpers.runtime import keras_version
+
+
+def steps_per_second(steps: int, seconds: Sequence[float]) -> float:
+    """Median over repeats of `steps / seconds`: a slow repeat on a busy machine moves it little."""
+    if steps <= 0 or not seconds or min(seconds) <= 0:
+        raise ValueError(f"need steps > 0 and positive durations, got {steps}, {list(seconds)}")
+    return statistics.median(steps / s for s in seconds)
+
+
+def ratios(rates: Mapping[str, float], baseline: str) -> dict[str, float]:
+    """Each rate divided by the baseline's rate (the baseline gets 1.0)."""
+    return {name: rate / rates[baseline] for name, rate in rates.items()}
+
+
+def runtime_line(strategy, tf) -> str:
+    """Device kind, replicas and versions: the label every measured figure carries."""
+    kinds = [k for k in ("TPU", "GPU") if tf.config.list_logical_devices(k)]
+    kind = kinds[0] if kinds else "CPU"
+    return (
+        f"{kind}, {strategy.num_replicas_in_sync} replica(s), "
+        f"TensorFlow {tf.__version__}, Keras {keras_version()}"
+    )
+
+
+def markdown_table(rows: Sequence[Mapping[str, object]], digits: int = 3) -> str:
+    """Rows of equal keys as a markdown table; floats with `digits` significant digits."""
+    columns = list(rows[0])
+
+    def cell(value: object) -> str:
+        return f"{value:.{digits}g}" if isinstance(value, float) else str(value)
+
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(cell(row[c]) for c in columns) + " |" for row in rows]
+    return "\n".join(lines)
+
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY_BATCH = 8  # the guide's global batch
