@@ -25,8 +25,15 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return "\n".join(line.rstrip() for line in lines)
 
 
-def format_difference(value: float) -> str:
-    """0 for exactly equal, else three significant digits (1.49e-08); NaN says so."""
+def format_difference(value: float, bound: float | None = None) -> str:
+    """0 for exactly equal, else three significant digits (1.49e-08); NaN says so.
+
+    With `bound`, the bound the cell asserts follows in brackets: `1.49e-08 (≤ 1e-06)`. A
+    difference that small is the hardware's last bits (another CPU, a GPU or a TPU moves it),
+    so the test suite compares such a number with its bound, not digit by digit
+    (tools/output_compare.py); the reader sees how far inside the bound it is.
+    """
     if np.isnan(value):
         return "nan"
-    return "0" if value == 0 else f"{value:.2e}"
+    text = "0" if value == 0 else f"{value:.2e}"
+    return text if bound is None else f"{text} (≤ {bound:g})"
