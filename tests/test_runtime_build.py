@@ -81,3 +81,26 @@ def test_compact_device_names():
     assert compact_devices(eight[:1]) == "CPU:0"
     assert compact_devices(("/device:GPU:0", "/device:GPU:2")) == "GPU:0, GPU:2"
     assert compact_devices(("weird",)) == "weird"
+
+
+def pitfall_cell_of_00() -> str:
+    """00_setup's cell that tries to split the CPU again after TensorFlow initialised it."""
+    cells = json.loads((ROOT / "notebooks" / "00_setup.ipynb").read_text())["cells"]
+    code = ["".join(cell["source"]) for cell in cells if cell["cell_type"] == "code"]
+    (cell,) = [source for source in code if "cannot be modified after being initialized" in source]
+    return cell
+
+
+@pytest.mark.parametrize("replicas", [1, 4, 64])
+def test_the_resplit_pitfall_of_00_holds_for_every_replica_count(replicas):
+    """Its premise (a different split, refused) must not depend on the count the reader chose:
+    asking for exactly the split already made would be no change, and would not raise."""
+    code = (
+        PREAMBLE.format(accelerator="cpu", replicas=replicas)
+        + initialisation_cell()
+        + "\n"
+        + pitfall_cell_of_00()
+    )
+    result = run_python(code)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "RuntimeError: Virtual devices cannot be modified" in result.stdout
