@@ -6,6 +6,10 @@ Notebook 04 reads the stored run in every TensorFlow version. This test runs not
 the checkpoint, the SavedModel's predictions and the resumed steps. The tolerance is 1e-6:
 the same TensorFlow on another machine need not reproduce the last bits, while a changed
 `model_fn`, optimizer setting or data order moves the numbers by far more.
+
+On the machine that made it, though, the fresh run is what TensorFlow 2 must reproduce to the
+last bit on one replica: the same test then runs notebook 04 on one replica against it
+(`tf1_run_of_this_machine`), whose comparison cell asserts bit-identity there.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ import pytest
 
 from helpers import fixtures, regression
 from tools.make_tf1_fixture import run_notebook_01
+from tools.nbexec import execute
+from tools.project import NOTEBOOKS
 
 pytestmark = [pytest.mark.notebook, pytest.mark.reference_only]
 TOLERANCE = 1e-6
@@ -64,3 +70,8 @@ def test_notebook_01_writes_the_stored_run(tmp_path, capsys):
             print(f"  {what:<36} largest |diff| {difference.max():.3g}")
     for what, (actual, expected) in pairs.items():
         np.testing.assert_allclose(actual, expected, rtol=0, atol=TOLERANCE, err_msg=what)
+
+    parameters = {"virtual_replicas": 1, "tf1_run_of_this_machine": str(tmp_path / "model_dir")}
+    notebook_04 = tmp_path / "04_against_this_machine.ipynb"
+    outcome = execute(NOTEBOOKS / "04_verify_migration.ipynb", notebook_04, parameters)
+    assert outcome.passed, outcome.summary()
