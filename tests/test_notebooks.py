@@ -3,6 +3,12 @@
 Every run ignores the `raises-exception` tag and stops at the first error (tools.nbexec): a
 good case passes only when no cell ended in an error; a bad case must stop with exactly one
 error, the expected one. The nbval run (reference lane) covers the defaults there.
+
+A bad parameter that the validation cell refuses is checked in one kernel per notebook
+(`tools.nbexec.parameter_errors`: the imports once, then each case's parameters and the
+validation cell), not in a kernel of its own: each kernel imports TensorFlow, seconds apiece.
+A bad case that the validation cell lets through (a batch that does not divide across the
+replicas is found once the strategy exists) runs the whole notebook with papermill.
 """
 
 from __future__ import annotations
@@ -18,11 +24,12 @@ import pytest
 from notebook_cases import CASES, REFERENCE, Case
 from support import LANE
 
-from tools.nbexec import Outcome, execute
+from tools.nbexec import CellError, execute, parameter_errors
 from tools.project import NOTEBOOKS, ROOT, notebook_paths
 
 pytestmark = pytest.mark.notebook
 LANE_CASES = [case for case in CASES if LANE in case.lanes]
+VALIDATION_ERRORS: dict[str, list[CellError]] = {}  # case id: what the validation cell raised
 COMPAT_RECORDS = ROOT / "build" / "compat" / f"{LANE}.jsonl"
 
 
@@ -45,9 +52,9 @@ def machine_kind() -> str:
     return "GPU" if Path("/dev/nvidia0").exists() else "CPU"
 
 
-def record(path, case: Case, outcome: Outcome, passed: bool) -> None:
-    kind = re.match(r"Runtime: (TPU|GPU|CPU)\b", outcome.runtime_line)
-    replicas = re.search(r" with (\d+) replica", outcome.runtime_line)
+def record(path, case: Case, runtime_line: str, passed: bool) -> None:
+    kind = re.match(r"Runtime: (TPU|GPU|CPU)\b", runtime_line)
+    replicas = re.search(r" with (\d+) replica", runtime_line)
     entry = {
         "notebook": case.notebook,
         "lane": LANE,
@@ -112,8 +119,29 @@ def test_the_colab_lane_runs_every_notebook_once_at_its_defaults():
     assert all(case.parameters == {} for case in colab)
 
 
+def validation_errors(case: Case, tmp_path) -> list[CellError]:
+    """What the validation cell raised for `case`, checked with its notebook's other bad
+    parameters in one kernel the first time one of them is asked for."""
+    if case.id not in VALIDATION_ERRORS:
+        cases = [c for c in LANE_CASES if c.notebook == case.notebook and c.error == case.error]
+        found = parameter_errors(NOTEBOOKS / case.notebook, [c.parameters for c in cases], tmp_path)
+        VALIDATION_ERRORS.update({c.id: errors for c, errors in zip(cases, found, strict=True)})
+    return VALIDATION_ERRORS[case.id]
+
+
+def expected(case: Case, errors: list[CellError]) -> bool:
+    return len(errors) == 1 and errors[0].ename == case.error and case.message in errors[0].evalue
+
+
 @pytest.mark.parametrize("case", LANE_CASES, ids=[case.id for case in LANE_CASES])
 def test_papermill_run(case: Case, tmp_path, compat_records):
+    if case.error == "ParameterError":
+        errors = validation_errors(case, tmp_path)
+        if errors:  # refused by the validation cell, as the one-line message must be
+            passed = expected(case, errors)
+            record(compat_records, case, "", passed)
+            assert passed, errors[0].one_line()
+            return
     outcome = execute(NOTEBOOKS / case.notebook, tmp_path / case.notebook, case.parameters)
     if case.error is None:
         passed = outcome.passed and (
@@ -121,11 +149,8 @@ def test_papermill_run(case: Case, tmp_path, compat_records):
             or f"with {case.parameters['virtual_replicas']} replica" in outcome.runtime_line
         )
     else:
-        errors = outcome.errors
-        passed = (
-            len(errors) == 1 and errors[0].ename == case.error and case.message in errors[0].evalue
-        )
-    record(compat_records, case, outcome, passed)
+        passed = expected(case, outcome.errors)
+    record(compat_records, case, outcome.runtime_line, passed)
     assert passed, outcome.summary()
 
 

@@ -12,6 +12,7 @@ should.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -145,3 +146,61 @@ def execute(
             crash = CellError(-1, None, type(error).__name__, str(error))
             return Outcome(source, output, time.monotonic() - started, [crash])
     return inspect(source, output, time.monotonic() - started)
+
+
+def parameter_errors(
+    source: Path, parameter_sets: list[dict[str, Any]], cwd: Path, timeout_s: int = 600
+) -> list[list[CellError]]:
+    """The errors each set of parameters raises in `source`'s validation cell, in one kernel.
+
+    A bad parameter must stop the notebook in the cell right after the `parameters` cell,
+    before any strategy is built. Starting a kernel and importing TensorFlow for each bad
+    value costs seconds apiece, so the cells before the `parameters` cell run once, then, for
+    each set, the `parameters` cell (the defaults), the set's values (as papermill injects
+    them) and the validation cell. A set that passes validation reports no error.
+    """
+    from nbclient import NotebookClient
+    from papermill.translators import translate_parameters
+
+    nb = nbformat.read(source, as_version=4)
+    index = next(i for i, cell in enumerate(nb.cells) if "parameters" in tags(cell))
+    defaults = nb.cells[index].source  # nbclient replaces nb.cells[i] by each cell it runs at i
+    validation = next(cell for cell in nb.cells[index + 1 :] if cell.cell_type == "code").source
+    setup = [(i, cell) for i, cell in enumerate(nb.cells[:index]) if cell.cell_type == "code"]
+    cwd.mkdir(parents=True, exist_ok=True)
+    client = NotebookClient(
+        nb,
+        kernel_name="python3",
+        timeout=timeout_s,
+        allow_errors=True,
+        resources={"metadata": {"path": str(cwd)}},
+        config=KERNEL_CONFIG,
+    )
+    results: list[list[CellError]] = []
+    # The kernel talks over IPC sockets named relative to the working folder (KERNEL_CONFIG),
+    # so this process must be in the kernel's folder, as papermill is while it executes.
+    with contextlib.chdir(cwd), client.setup_kernel():
+        for position, cell in setup:
+            client.execute_cell(cell, position)
+            setup_errors = _errors_of(cell, position)
+            if setup_errors:
+                return [setup_errors for _ in parameter_sets]
+        for parameters in parameter_sets:
+            injected = translate_parameters("python3", "python", parameters, "injected")
+            cells = [nbformat.v4.new_code_cell(text) for text in (defaults, injected, validation)]
+            errors = []
+            for cell in cells:
+                client.execute_cell(cell, index)
+                errors += _errors_of(cell, index)
+                if errors:
+                    break
+            results.append(errors)
+    return results
+
+
+def _errors_of(cell: Any, index: int) -> list[CellError]:
+    return [
+        CellError(index, cell.get("execution_count"), out.get("ename", ""), out.get("evalue", ""))
+        for out in cell.get("outputs", [])
+        if out.get("output_type") == "error"
+    ]
