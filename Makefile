@@ -111,8 +111,7 @@ run: $(STAMP) ## execute every notebook with papermill into build/run and summar
 	$(BIN)/python -m tools.run_notebooks --out $(BUILD)/run
 
 test: ## the whole test suite: the three lanes, another CPU and the site, two at a time, then the compatibility table
-	@$(MAKE) --no-print-directory -k -j$(TEST_JOBS) test-reference test-current test-colab \
-	  test-other-cpu test-docs
+	@$(MAKE) --no-print-directory -k -j$(TEST_JOBS) test-reference test-current test-colab test-other-cpu test-docs
 	@$(MAKE) --no-print-directory check-compat
 
 check-compat: ## fail if README's compatibility table disagrees with the lanes' last runs
@@ -126,12 +125,12 @@ test-reference: $(STAMP) lint ## reference lane (TF 2.15): lint, unit, conventio
 
 # The committed outputs were recorded on one CPU; oneDNN picks its kernels by the instruction
 # set, so another CPU moves float results in their last bits. This runs the reference lane's
-# nbval with oneDNN's TensorFlow kernels switched off (Eigen's instead), which moves the same
-# last bits on this machine: a stand-in for another CPU, on which the comparison
+# nbval with oneDNN's TensorFlow kernels switched off (Eigen's instead), which moves float
+# results in their last bits as another CPU does: a stand-in for it, on which the comparison
 # (tools/output_compare.py) must pass too. `OTHER_CPU=ONEDNN_MAX_CPU_ISA=AVX2` is the other
-# stand-in, but TensorFlow 2.15.1 crashes (SIGSEGV) on a bfloat16 matmul under it on a CPU
-# with AVX512_BF16 (notebook 08's mixed precision). Its nbval runs are not recorded for the
-# compatibility table (the reference lane's are).
+# stand-in, but on the AMD EPYC (AVX512_BF16, no AMX) where it was tried, TensorFlow 2.15.1
+# crashed with SIGSEGV under it in a bfloat16 matmul of notebook 08's mixed precision. Its
+# nbval runs are not recorded for the compatibility table (the reference lane's are).
 OTHER_CPU ?= TF_ENABLE_ONEDNN_OPTS=0
 test-other-cpu: $(STAMP) ## the reference lane's nbval with oneDNN switched off (TF_ENABLE_ONEDNN_OPTS=0): another CPU
 	@mkdir -p $(BUILD)/pytest
@@ -161,8 +160,8 @@ test-docs: $(DOCS_STAMP) ## the site: build with warnings as errors, links, page
 	  $(PYTEST_ARGS) $(call LANE_PREFIX,site)
 	@echo "Screenshots of every page: $(BUILD)/site-shots/"
 
-test-fast: $(STAMP) ## unit tests and notebook conventions only (no notebook execution)
-	TPU_MIGRATION_LANE=reference $(BIN)/python -m pytest tests -m "not notebook" \
+test-fast: $(STAMP) ## unit tests and notebook conventions only (no notebook, no TensorFlow): seconds
+	TPU_MIGRATION_LANE=reference $(BIN)/python -m pytest tests -m "not notebook and not tensorflow" \
 	  --ignore=tests/test_site.py -p no:cacheprovider $(PYTEST_ARGS)
 
 test-newest: $(UV_STAMP) ## re-resolve the current lane to the newest releases, then test it (CI's weekly run)

@@ -2,13 +2,15 @@
 
 **The comparison.** nbval compares each output with the committed one character for
 character. The committed outputs come from one CPU; another CPU (oneDNN picks kernels by
-instruction set), a GPU or a TPU moves float results in their last bits. So before nbval's
-own comparison, each pair of text outputs (a stream, or an execution result's text/plain)
-is compared by `tools.output_compare`: words and integers exact, floating-point numbers within
-`RTOL`, measured differences printed with their bound (`7.45e-09 (≤ 1e-06)`) within that
-bound. A pair that matches so is handed to nbval as equal; one that does not is left to nbval,
-which fails the cell, and the failure starts with each number that moved beyond the
-tolerance: the notebook, the cell, the line, the old and the new value. CONTRIBUTING.md says
+instruction set) moves float results in their last bits, and a GPU or a TPU may (not run
+here). So before nbval's own comparison, each pair of text outputs (a stream, or an execution
+result's text/plain; other types stay exact) is compared by `tools.output_compare`: words and
+integers exact, spaces aside, floating-point numbers within `RTOL`, measured differences
+printed with their bound (`7.45e-09 (≤ 1e-06)`) within that bound. A pair that matches so is
+handed to nbval as equal; one that does not is left to nbval, which fails the cell, and the
+failure starts with what moved beyond the tolerance: the notebook, the cell (nbval's index of
+code cells, from 0), the line, the old and the new text (the first line whose words differ,
+or each number that moved too far). CONTRIBUTING.md says
 why this design and not a sanitizer.
 
 **The records.**

@@ -29,8 +29,8 @@ def format_difference(value: float, bound: float | None = None) -> str:
     """0 for exactly equal, else three significant digits (1.49e-08); NaN says so.
 
     With `bound`, the bound the cell asserts follows in brackets: `1.49e-08 (≤ 1e-06)`. A
-    difference that small is the hardware's last bits (another CPU, a GPU or a TPU moves it),
-    so the test suite compares such a number with its bound, not digit by digit
+    difference that small moves with the hardware (another CPU does; a GPU or a TPU may), so
+    the test suite compares such a number with its bound, not digit by digit
     (tools/output_compare.py); the reader sees how far inside the bound it is.
     """
     if np.isnan(value):

@@ -79,6 +79,7 @@ def test_without_an_estimator_the_report_says_why():
 
 
 @pytest.mark.reference_only  # about 20 s; the current lane's run is `make bench-current`
+@pytest.mark.tensorflow
 def test_quick_run_writes_a_markdown_table_and_json(tmp_path):
     command = [sys.executable, "-m", "tools.bench", "--quick", "--out", str(tmp_path)]
     subprocess.run(command, check=True, capture_output=True, timeout=120)

@@ -16,6 +16,8 @@ from support import run_python
 
 from helpers.runtime import compact_devices
 
+pytestmark = pytest.mark.tensorflow  # each case starts TensorFlow in a subprocess
+
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "notebooks" / "02_keras_fit.ipynb"
 

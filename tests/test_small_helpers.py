@@ -36,6 +36,7 @@ def test_require_estimator_explains_why_and_where_to_go_instead():
     assert raised.value._render_traceback_()[0].startswith("EstimatorUnavailableError: ")
 
 
+@pytest.mark.tensorflow
 def test_require_estimator_accepts_the_real_reference_lane():
     import tensorflow as tf
 
@@ -62,6 +63,7 @@ def test_train_and_eval_sets_differ():
     assert not np.array_equal(train_x[: regression.EVAL_EXAMPLES], eval_x)
 
 
+@pytest.mark.tensorflow
 def test_read_scalars_reads_tf2_summaries_by_step_and_reports_missing_tags(tmp_path):
     report = run_python_json(
         f"""
@@ -86,6 +88,7 @@ print(json.dumps({{"values": values, "missing": missing}}))
     assert "no summary named 'accuracy'" in report["missing"]
 
 
+@pytest.mark.tensorflow
 def test_log_lines_brings_back_one_info_message_and_nothing_else():
     report = run_python_json(
         """

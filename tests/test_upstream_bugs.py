@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from support import KERAS_MAJOR, LANE, run_python_json
+
+pytestmark = pytest.mark.tensorflow  # each case starts TensorFlow in a subprocess
 
 MIRRORED_FIT = """
 import json

@@ -7,14 +7,16 @@ but the recorder's, and says nothing about what changed. This comparison splits 
 into words and numbers:
 
 - Everything that is not a floating-point number (words, table headings, shapes, dtypes,
-  integers such as step numbers and counts, version strings) must be equal character for
-  character.
+  integers such as step numbers and counts, version strings, line breaks) must be equal
+  character for character, except spaces: NumPy arrays and table columns pad to the width of
+  their numbers, so a number that gains a digit, or becomes 0, re-pads its line.
 - A floating-point number (it has a decimal point or an exponent) matches when the two
   printed values differ by at most `RTOL` of the larger one, plus what rounding the last
   printed digit can add: half a unit in that digit on each side, when both are printed in the
   same format (fixed or exponent, the same number of decimals) with at least two significant
-  digits. A value that moved by 1e-7 can flip its last printed digit; one that moved by 1e-3
-  cannot pass.
+  digits. A value that moved by 1e-7 can flip its last printed digit and passes; a number
+  printed with six or more significant digits that moved by 1e-4 relative fails (with fewer
+  digits, one unit in the last printed digit is all the comparison can tell).
 - A measured difference printed with the bound its cell asserts, `7.45e-09 (≤ 1e-06)` (see
   `helpers.compare.format_difference`), matches when the bound is the same text and the new
   value is still within it: such a difference is noise from the hardware, and its digits say
@@ -31,7 +33,8 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
 # Relative tolerance for printed floating-point numbers: about 80 float32 spacings, so the
-# last bits that another CPU moves pass, and a change of 1e-4 relative or more fails.
+# last bits that another CPU moves pass, and a change of 1e-4 relative fails wherever the
+# number is printed with six or more significant digits.
 RTOL = 1e-5
 # A float: digits with a decimal point and/or an exponent, not part of a word, a version
 # string (2.15.1), an address (127.0.0.1) or a file name (epoch-01.weights.h5).
@@ -59,6 +62,11 @@ class Mismatch:
 def _split(text: str) -> list[str]:
     """Alternating text and number tokens: even indices text, odd indices numbers."""
     return TOKEN.split(text)
+
+
+def _unpadded(text: str) -> str:
+    """Text without its spaces: the padding of arrays and tables follows their numbers."""
+    return re.sub(r"[ \t]+", "", text)
 
 
 def _line_of(text: str, tokens: list[str], index: int) -> int:
@@ -123,6 +131,8 @@ def compare_text(old: str, new: str, rtol: float = RTOL) -> list[Mismatch]:
             continue
         line = _line_of(old, old_tokens, index)
         if index % 2 == 0:
+            if _unpadded(a) == _unpadded(b):
+                continue
             return [_first_text_difference(old, new)]
         a_bounded, b_bounded = BOUNDED.fullmatch(a), BOUNDED.fullmatch(b)
         if bool(a_bounded) != bool(b_bounded):
@@ -138,7 +148,7 @@ def _first_text_difference(old: str, new: str) -> Mismatch:
     """The first line whose words differ (numbers masked), for a mismatch in the text itself."""
     old_lines, new_lines = old.splitlines(), new.splitlines()
     for number, (a, b) in enumerate(zip(old_lines, new_lines, strict=False), start=1):
-        if TOKEN.sub("#", a) != TOKEN.sub("#", b):
+        if _unpadded(TOKEN.sub("#", a)) != _unpadded(TOKEN.sub("#", b)):
             return Mismatch(number, a, b, "the text differs")
     number = min(len(old_lines), len(new_lines)) + 1
     a = old_lines[number - 1] if number <= len(old_lines) else "<no line>"
