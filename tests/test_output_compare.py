@@ -111,7 +111,7 @@ def test_a_failure_names_the_line_and_both_values():
 
 
 NOTEBOOK_CELLS = [
-    ("print('loss', 0.01568945 + 1e-9 * 0)", "loss 0.01568944\n"),  # last digit moved
+    ("print('loss', 0.01568945)", "loss 0.01568944\n"),  # last digit moved
     ("print('loss', 0.01578945)", "loss 0.01568945\n"),  # moved by 6e-3 relative
     ("print('Loss', 0.01568945)", "loss 0.01568945\n"),  # a word changed
     ("print('diff', '3.0e-07 (≤ 1e-06)')", "diff 7.5e-09 (≤ 1e-06)\n"),  # within its bound

@@ -1,8 +1,8 @@
 """Compare a committed notebook output with a new run's: words exact, numbers within a tolerance.
 
 The committed outputs were recorded on one CPU; oneDNN picks its kernels by the instruction
-set of the CPU it runs on (AVX2, AVX-512, AMX), so a reader's machine, CI's or a GPU moves
-float results in their last bits. A digit-by-digit comparison then fails on every machine
+set of the CPU it runs on (AVX2, AVX-512, AMX), so a reader's machine or CI's moves float
+results in their last bits. A digit-by-digit comparison then fails on every machine
 but the recorder's, and says nothing about what changed. This comparison splits both texts
 into words and numbers:
 
@@ -41,8 +41,8 @@ RTOL = 1e-5
 _FLOAT = r"-?(?:\d+\.\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+)"
 _INT = r"-?\d+"
 _FLOAT_TOKEN = rf"(?<![\w.]){_FLOAT}(?![\w]|\.\d)"
-_BOUNDED_TOKEN = rf"(?<![\w.])(?:{_FLOAT}|{_INT}) \(≤ {_FLOAT}\)"
-TOKEN = re.compile(rf"({_BOUNDED_TOKEN}|{_FLOAT_TOKEN})")
+_BOUNDED_TOKEN = rf"(?<![\w.])(?:{_FLOAT}|{_INT}) \(≤ {_FLOAT}\)"  # format_difference's
+TOKEN = re.compile(rf"({_BOUNDED_TOKEN}|{_FLOAT_TOKEN})")  # one group: re.split keeps them
 BOUNDED = re.compile(rf"(?P<value>{_FLOAT}|{_INT}) \(≤ (?P<bound>{_FLOAT})\)")
 
 
