@@ -95,3 +95,48 @@ def test_quick_run_writes_a_markdown_table_and_json(tmp_path):
     markdown = (tmp_path / "bench.md").read_text()
     assert markdown.startswith("Runtime: CPU, 1 replica(s), TensorFlow ")
     assert "| workload | replicas | path | steps/call | steps/s |" in markdown
+
+
+MATMUL_FLOPS_OF_A_STEP = """
+import json
+from helpers.quiet import quiet_logs
+quiet_logs()
+import tensorflow as tf
+from tools import bench
+
+model, optimizer, loss_fn = bench.build(tf, "mlp")
+batch = 4
+
+@tf.function
+def train_step(x, y):
+    with tf.GradientTape() as tape:
+        loss = loss_fn(y, model(x, training=True))
+    gradients = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(gradients, model.trainable_variables))
+
+x = tf.zeros([batch, bench.MLP_UNITS[0]])
+y = tf.zeros([batch], tf.int32)
+graph = train_step.get_concrete_function(x, y).graph
+
+def matmul_flops(graph):
+    total = 0
+    for op in graph.get_operations():
+        if op.type == "MatMul":
+            a, b = (tensor.shape for tensor in op.inputs)
+            m, k = (a[1], a[0]) if op.get_attr("transpose_a") else (a[0], a[1])
+            n = b[0] if op.get_attr("transpose_b") else b[1]
+            total += 2 * m * k * n
+    return total  # a MatMul inside a nested function would be missed, and the test would fail
+
+print(json.dumps({"per_example": matmul_flops(graph) / batch}))
+"""
+
+
+@pytest.mark.tensorflow
+def test_the_mlp_flop_count_is_that_of_the_traced_training_step():
+    """MLP_FLOPS_PER_EXAMPLE equals the MatMul FLOPs TensorFlow traces for one step, per example
+    (no input gradient for the first layer: the tape skips inputs nobody watches)."""
+    from support import run_python_json
+
+    report = run_python_json(MATMUL_FLOPS_OF_A_STEP)
+    assert report["per_example"] == bench.MLP_FLOPS_PER_EXAMPLE, report

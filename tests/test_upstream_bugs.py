@@ -74,6 +74,63 @@ def test_fit_with_mirrored_strategy_and_steps_per_execution():
     assert "You must feed a value for placeholder tensor" in report["outcome"], report
 
 
+CUSTOM_LOOP_WITHOUT_BUILD = """
+import json
+from helpers.quiet import quiet_logs
+quiet_logs()
+import numpy as np
+import tensorflow as tf
+cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+strategy = tf.distribute.MirroredStrategy(
+    [device.name for device in tf.config.list_logical_devices("CPU")]
+)
+x = np.random.default_rng(0).normal(size=(8, 2)).astype("float32")
+dataset = tf.data.Dataset.from_tensor_slices((x, x[:, :1])).batch(8)
+outcomes = {}
+for build in (False, True):
+    with strategy.scope():
+        model = tf.keras.Sequential([tf.keras.Input((2,)), tf.keras.layers.Dense(1)])
+        optimizer = tf.keras.optimizers.Adagrad(0.05)
+        if build:
+            optimizer.build(model.trainable_variables)
+
+    def step_fn(inputs):
+        features, labels = inputs
+        with tf.GradientTape() as tape:
+            per_example = tf.reduce_mean(tf.square(labels - model(features)), axis=-1)
+            loss = tf.nn.compute_average_loss(per_example, global_batch_size=8)
+        gradients = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(gradients, model.trainable_variables))
+
+    @tf.function
+    def train_step(inputs):
+        strategy.run(step_fn, args=(inputs,))
+
+    try:
+        train_step(next(iter(strategy.experimental_distribute_dataset(dataset))))
+        outcomes[str(build)] = "trained"
+    except Exception as error:
+        outcomes[str(build)] = f"{type(error).__name__}: {error}"
+print(json.dumps(outcomes))
+"""
+
+
+def test_custom_loop_needs_optimizer_build_in_scope_under_keras_3():
+    """03's last pitfall: Keras 3 fails on 2 replicas unless the optimizer is built first."""
+    outcomes = run_python_json(CUSTOM_LOOP_WITHOUT_BUILD)
+    assert outcomes["True"] == "trained", outcomes
+    if KERAS_MAJOR == 2:
+        assert outcomes["False"] == "trained", outcomes
+        return
+    assert outcomes["False"] != "trained", (
+        "Upstream fixed a Keras 3 custom loop whose optimizer builds at its first step under "
+        "MirroredStrategy: revise 03_custom_loop's last pitfall section, and this pin."
+    )
+    assert outcomes["False"].startswith("InvalidArgumentError"), outcomes
+    assert "You must feed a value for placeholder tensor" in outcomes["False"], outcomes
+
+
 def test_steps_per_execution_and_epoch_length():
     """Keras 3 rounds each epoch up to whole executions; Keras 2 runs the steps asked for."""
     steps = run_python_json(EPOCH_ROUNDING)["steps"]
