@@ -226,6 +226,14 @@ out["run_local"] = "_NewCheckpointListenerForEvaluate" in source(
     training._TrainingExecutor.run_local
 )
 out["string_infeed"] = tf.string in tpu_ops._SUPPORTED_INFEED_DTYPES
+# what the notebook's input_fn feeds model_fn: float32 numbers and int64 ids
+out["fed_types_infeed"] = all(
+    dtype in tpu_ops._SUPPORTED_INFEED_DTYPES for dtype in (tf.float32, tf.int64)
+)
+out["infeed_types"] = sorted(dtype.name for dtype in tpu_ops._SUPPORTED_INFEED_DTYPES)
+out["dequeue_in_pipeline"] = "generate_dequeue_op" in source(
+    tpu_estimator._InputPipeline.generate_infeed_enqueue_ops_and_dequeue_fn
+)
 with tf.Graph().as_default():
     try:
         tpu_ops.infeed_dequeue_tuple([tf.string], [[1]])
@@ -310,4 +318,8 @@ def test_tpu_statements_rest_on_the_cited_source(tpu_sources: dict) -> None:
     assert tpu_sources["export_tags"]
     assert tpu_sources["run_local"]
     assert not tpu_sources["string_infeed"]
+    assert tpu_sources["fed_types_infeed"]
+    assert tpu_sources["dequeue_in_pipeline"]
+    infeed_types = ["bfloat16", "bool", "complex64", "float32", "int32", "int64", "int8"]
+    assert tpu_sources["infeed_types"] == [*infeed_types, "uint32", "uint8"]  # as listed
     assert tpu_sources["string_dequeue"].startswith("TypeError: <dtype: 'string'> is not a")
