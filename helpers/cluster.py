@@ -65,7 +65,6 @@ def start(
     envs: Sequence[Mapping[str, str]],
     run_dir: Path,
     ports: Sequence[int] = (),
-    cwd: Path | None = None,
     check_ports: bool = True,
 ) -> list[subprocess.Popen]:
     """One process per entry of `envs`, each running `command` with that environment added.
@@ -90,7 +89,7 @@ def start(
             with open(log_path(run_dir, index), "w") as log:
                 workers.append(
                     subprocess.Popen(
-                        list(command), env={**inherited, **env}, stdout=log, stderr=log, cwd=cwd
+                        list(command), env={**inherited, **env}, stdout=log, stderr=log
                     )
                 )
     except BaseException:
@@ -146,7 +145,6 @@ def run(
     timeout: float,
     ports: Sequence[int] = (),
     grace: float = GRACE_SECONDS,
-    cwd: Path | None = None,
     check_ports: bool = True,
     timeout_name: str = "timeout",
 ) -> None:
@@ -157,21 +155,20 @@ def run(
     still running at `timeout` says so, and names the setting that gives it more time:
     `timeout_name`, the caller's name for `timeout`.
     """
-    workers = start(command, envs, run_dir, ports, cwd, check_ports)
+    workers = start(command, envs, run_dir, ports, check_ports)
     stopped = wait(workers, timeout, grace)
     logs = [log_path(run_dir, index).read_text(errors="replace") for index in range(len(envs))]
     codes = [worker.returncode for worker in workers]
-    ends = [outcome(*end) for end in zip(codes, logs, stopped, strict=True)]
-    if all(end == "finished" for end in ends):
+    if not any(codes):  # every worker exited with code 0: none failed, none was stopped
         return
+    ends = [outcome(*end) for end in zip(codes, logs, stopped, strict=True)]
     summary = "; ".join(f"worker {index}: {end}" for index, end in enumerate(ends))
     tails = [
         f"worker {index}'s log ends:\n" + "\n".join(log.splitlines()[-LOG_LINES_SHOWN:])
-        for index, (log, end) in enumerate(zip(logs, ends, strict=True))
-        if end != "finished"
+        for index, (log, code) in enumerate(zip(logs, codes, strict=True))
+        if code
     ]
-    failed = any(end not in ("finished", STOPPED) for end in ends)
-    if failed:
+    if any(code and not was_stopped for code, was_stopped in zip(codes, stopped, strict=True)):
         first = f"the run did not finish: {summary}"
     else:  # nothing failed: the timeout stopped the workers that were still running
         first = (

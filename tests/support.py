@@ -1,4 +1,5 @@
-"""What the tests share: the lane under test, fake machines, and a subprocess runner.
+"""What the tests share: the lane under test, fake machines, a subprocess runner, notebook cells
+and installed source files.
 
 Tests that build a TensorFlow strategy run in a subprocess: a process can split its CPU into
 virtual devices only once, and each case needs a fresh TensorFlow. pytest finds this module
@@ -7,6 +8,7 @@ through `pythonpath` in pyproject.toml; test modules import it, never each other
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -74,8 +76,34 @@ def run_python(code: str, env: dict[str, str | None] | None = None, timeout: int
     )
 
 
-def run_python_json(code: str, env: dict[str, str | None] | None = None) -> dict:
+def run_python_json(
+    code: str, env: dict[str, str | None] | None = None, timeout: int = 180
+) -> dict:
     """Run `code`, which must print one JSON object as its last stdout line."""
-    result = run_python(code, env)
+    result = run_python(code, env, timeout)
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def code_cell(notebook: str, marker: str) -> str:
+    """The source of the one code cell of `notebooks/<notebook>` that contains `marker`.
+
+    Tests that run a notebook's own cell (the copyable code a reader takes) find it this way,
+    so the test and the notebook cannot drift apart.
+    """
+    cells = json.loads((ROOT / "notebooks" / notebook).read_text())["cells"]
+    code = ["".join(cell["source"]) for cell in cells if cell["cell_type"] == "code"]
+    matches = [source for source in code if marker in source]
+    assert len(matches) == 1, f"{notebook}: {len(matches)} code cells contain {marker!r}, not 1"
+    return matches[0]
+
+
+def installed_source(package: str, *parts: str) -> str:
+    """One installed source file of `package`, whitespace collapsed, read without importing it.
+
+    The notebooks quote TensorFlow, Keras and the estimator; reading the file (no TensorFlow
+    start) pins a quote in milliseconds, and fails where a release changes it.
+    """
+    spec = importlib.util.find_spec(package)
+    assert spec is not None and spec.submodule_search_locations, f"{package} is not installed"
+    return " ".join(Path(spec.submodule_search_locations[0], *parts).read_text().split())

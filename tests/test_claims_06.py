@@ -1,16 +1,17 @@
 """Claims of notebook 06 that its cells cannot show in every lane, pinned in this lane's TF.
 
-- `PreemptionCheckpointHandler` restores the latest checkpoint when it is created, and installs
-  a `SIGTERM` handler, depending on the platform that `detect_platform()` reports: the
-  notebook's table of platforms, one row per platform. The notebook runs the Google Cloud
-  CPU VM row (a local stand-in for the metadata server) and this machine's row; here
-  `detect_platform` is replaced, so the Cloud TPU VM and the TPU rows run too, as far as
-  `__init__` goes (nothing here runs on a TPU), and the Google Cloud GPU VM row runs with a
-  stand-in metadata server that sends a maintenance notice.
-- The notebook's TF1 cell passes `save_graph_def=False` to its `CheckpointSaverHook`, because
-  TF 2.20 with protobuf 7 fails to write `graph.pbtxt`: `graph_io.write_graph` passes
-  `float_format`, which protobuf 7's `text_format.MessageToString` no longer takes. Pinned
-  both ways, so that the comment goes when a lane no longer needs it.
+- `PreemptionCheckpointHandler` restores the latest checkpoint when it is created, installs
+  a `SIGTERM` handler, and polls the metadata server, depending on the platform that
+  `detect_platform()` reports: the notebook's table of platforms. The notebook runs the
+  Google Cloud CPU VM row itself (a local stand-in for the metadata server) in every lane.
+  Here `detect_platform` is replaced, so the Cloud TPU VM, the internal TPU, the Google
+  Cloud GPU VM rows run, as far as `__init__` goes (nothing here runs on a TPU), and so does
+  the row of a machine off Google Cloud, which the notebook's `SIGTERM` cells rely on and
+  which a Colab runtime may not be, if `on_gcp()` finds a metadata server there. The GPU VM row also runs
+  with a stand-in metadata server that sends a maintenance notice.
+- The TensorFlow and estimator source that the notebook quotes (cells on
+  `CloudTPUPreemptedHook`, `TPUConfig`, the handler's docstring and `functional_saver.py`),
+  read without starting TensorFlow.
 """
 
 from __future__ import annotations
@@ -24,18 +25,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support import installed_source
 
-pytestmark = pytest.mark.tensorflow
-
-# platform -> (restores when created, installs a SIGTERM handler), from failure_handling.py:
-# GCE_TPU and GCE_CPU only log a warning in __init__; INTERNAL_TPU calls
-# _initialize_for_tpu_strategy (restore, no signal); the rest call
-# _initialize_for_mirrored_and_multi_worker_mirrored (restore, then a SIGTERM handler).
+# platform -> (restores when created, installs a SIGTERM handler, polls the metadata server),
+# from failure_handling.py: GCE_TPU only logs a warning in __init__ (as GCE_CPU, which the
+# notebook runs); INTERNAL_TPU calls _initialize_for_tpu_strategy (restore, no signal);
+# GCE_GPU restores and starts _poll_termination_signal_thread instead of a signal handler;
+# the rest call _initialize_for_mirrored_and_multi_worker_mirrored (restore, then SIGTERM).
 PLATFORMS = {
-    "GCE_TPU": (False, False),
-    "GCE_CPU": (False, False),
-    "INTERNAL_TPU": (True, False),
-    "INTERNAL_CPU": (True, True),
+    "GCE_TPU": (False, False, False),
+    "INTERNAL_TPU": (True, False, False),
+    "INTERNAL_CPU": (True, True, False),
+    "GCE_GPU": (True, False, True),
 }
 
 
@@ -47,37 +48,6 @@ def saved_variable(folder: Path):
     tf.train.CheckpointManager(tf.train.Checkpoint(v=variable), str(folder), 1).save()
     fresh = tf.Variable(0)
     return fresh, tf.train.CheckpointManager(tf.train.Checkpoint(v=fresh), str(folder), 1)
-
-
-@pytest.mark.parametrize("platform", PLATFORMS)
-def test_the_handler_restores_and_handles_sigterm_only_on_some_platforms(
-    platform, tmp_path, monkeypatch
-):
-    import tensorflow as tf
-    from tensorflow.python.distribute.failure_handling import failure_handling_util as util
-
-    monkeypatch.setattr(util, "detect_platform", lambda: util.PlatformDevice[platform])
-    fresh, manager = saved_variable(tmp_path)
-    before = signal.getsignal(signal.SIGTERM)
-    try:
-        tf.distribute.experimental.PreemptionCheckpointHandler(None, manager)
-        installed = signal.getsignal(signal.SIGTERM) is not before
-    finally:
-        signal.signal(signal.SIGTERM, before)
-    assert (int(fresh.numpy()) == 7, installed) == PLATFORMS[platform]
-
-
-def test_restore_or_initialize_restores_on_a_cloud_tpu_vm_too(tmp_path, monkeypatch):
-    """The notebook's script restores explicitly: on GCE_TPU that is the only restore."""
-    import tensorflow as tf
-    from tensorflow.python.distribute.failure_handling import failure_handling_util as util
-
-    monkeypatch.setattr(util, "detect_platform", lambda: util.PlatformDevice.GCE_TPU)
-    fresh, manager = saved_variable(tmp_path)
-    tf.distribute.experimental.PreemptionCheckpointHandler(None, manager)
-    after_handler = int(fresh.numpy())
-    manager.restore_or_initialize()
-    assert (after_handler, int(fresh.numpy())) == (0, 7)
 
 
 class MaintenanceEvent(http.server.BaseHTTPRequestHandler):
@@ -105,31 +75,63 @@ def metadata_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[http.server.HTT
         server.shutdown()
 
 
+@pytest.mark.tensorflow
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_the_handler_restores_handles_sigterm_or_polls_depending_on_the_platform(
+    platform, tmp_path, monkeypatch
+):
+    """Each row of the table; then the script's explicit restore, which holds on every row."""
+    import tensorflow as tf
+    from tensorflow.python.distribute.failure_handling import failure_handling_util as util
+
+    monkeypatch.setattr(util, "detect_platform", lambda: util.PlatformDevice[platform])
+    fresh, manager = saved_variable(tmp_path)
+    before = signal.getsignal(signal.SIGTERM)
+    handler = None
+    with metadata_server(monkeypatch):
+        try:
+            handler = tf.distribute.experimental.PreemptionCheckpointHandler(None, manager)
+            installed = signal.getsignal(signal.SIGTERM) is not before
+            thread = getattr(handler, "_poll_termination_signal_thread", None)
+            polls = thread is not None and thread.is_alive()
+        finally:
+            signal.signal(signal.SIGTERM, before)
+            if handler is not None:
+                handler._stop_poll_termination_signal_thread()
+    restores, *signal_and_polling = PLATFORMS[platform]
+    assert (int(fresh.numpy()), installed, polls) == (7 if restores else 0, *signal_and_polling)
+    manager.restore_or_initialize()
+    assert int(fresh.numpy()) == 7
+
+
 class Exited(Exception):
     """Raised by the test's `exit_fn`, where the default one ends the process."""
 
 
-def test_on_a_google_cloud_gpu_vm_the_handler_polls_the_maintenance_event(tmp_path, monkeypatch):
-    """The GCE_GPU row: restore, no SIGTERM handler, a polling thread, an hour's grace."""
+@pytest.mark.tensorflow
+def test_on_a_google_cloud_gpu_vm_the_handler_waits_an_hour_then_exits_with_143(
+    tmp_path, monkeypatch
+):
+    """The GCE_GPU row's defaults: `GRACE_PERIOD_GCE` (3600 s) and `gce_exit_fn` (code 143)."""
     import tensorflow as tf
     from tensorflow.python.distribute.failure_handling import failure_handling_util as util
 
     monkeypatch.setattr(util, "detect_platform", lambda: util.PlatformDevice.GCE_GPU)
-    fresh, manager = saved_variable(tmp_path)
-    before = signal.getsignal(signal.SIGTERM)
+    _, manager = saved_variable(tmp_path)
     with metadata_server(monkeypatch):
         handler = tf.distribute.experimental.PreemptionCheckpointHandler(None, manager)
         try:
-            installed = signal.getsignal(signal.SIGTERM) is not before
-            polling = handler._poll_termination_signal_thread.is_alive()
             defaults = (handler._grace_period, handler._exit_fn)
         finally:
-            signal.signal(signal.SIGTERM, before)
             handler._stop_poll_termination_signal_thread()
-    assert (int(fresh.numpy()), installed, polling) == (7, False, True)
     assert defaults == (util.GRACE_PERIOD_GCE, util.gce_exit_fn) and util.GRACE_PERIOD_GCE == 3600
+    assert util._RESTARTABLE_EXIT_CODE == 143
+    with pytest.raises(SystemExit) as exited:
+        util.gce_exit_fn()
+    assert exited.value.code == 143
 
 
+@pytest.mark.tensorflow
 def test_a_maintenance_notice_saves_then_trains_through_the_grace_period(tmp_path, monkeypatch):
     """A notice: a save one `run` call later, training on, a final save and exit at its end."""
     import tensorflow as tf
@@ -171,23 +173,63 @@ def test_a_maintenance_notice_saves_then_trains_through_the_grace_period(tmp_pat
     )
 
 
-def test_graph_pbtxt_fails_to_write_with_tensorflow_2_20_and_protobuf_7(tmp_path):
-    import google.protobuf
-    import tensorflow as tf
+# (file under tensorflow/python, quote): what cells 9, 46 and 64 of the notebook quote or
+# paraphrase, whitespace collapsed as installed_source returns it.
+TF_QUOTES = [
+    # cell 9: a resolver made from a grpc:// address has no Cloud TPU API
+    ("tpu/client/client.py", "self._use_api = not self._tpu.startswith('grpc://')"),
+    (
+        "tpu/client/client.py",
+        'def api_available(self): """Return if the Cloud TPU API is available, if not certain '
+        'features will not work.""" return self._use_api',
+    ),
+    # cell 9: tpu='local' gets _LocalCloudTpuClient, whose api_available is always false
+    (
+        "distribute/cluster_resolver/tpu/tpu_cluster_resolver.py",
+        'class _LocalCloudTpuClient(object): """Dummy local Cloud TPU client.""" '
+        "def api_available(self): return False",
+    ),
+    (
+        "distribute/cluster_resolver/tpu/tpu_cluster_resolver.py",
+        "# Directly connected TPU environment self._cloud_tpu_client = _LocalCloudTpuClient()",
+    ),
+    # cell 46: the handler's docstring
+    (
+        "distribute/failure_handling/failure_handling.py",
+        "This API only supports use with `tf.distribute.MultiWorkerMirroredStrategy` and "
+        "`tf.distribute.TPUStrategy`.",
+    ),
+    # cell 64: checkpoint files written under a temporary name, then renamed
+    ("checkpoint/functional_saver.py", "a temporary directory is first created"),
+    (
+        "checkpoint/functional_saver.py",
+        "# Before .save() finishes, they will be (hopefully, atomically) renamed",
+    ),
+]
 
-    tf1 = tf.compat.v1
-    error = None
-    with tf1.Graph().as_default():
-        step = tf1.train.get_or_create_global_step()
-        advance = step.assign_add(1)
-        hook = tf1.train.CheckpointSaverHook(str(tmp_path), save_steps=1)  # save_graph_def=True
-        try:
-            with tf1.train.MonitoredSession(tf1.train.ChiefSessionCreator(), hooks=[hook]) as s:
-                s.run(advance)
-        except TypeError as raised:
-            error = str(raised)
-    protobuf_major = int(google.protobuf.__version__.split(".")[0])
-    if tf.__version__.startswith("2.20.") and protobuf_major >= 7:
-        assert error is not None and "float_format" in error
-    else:
-        assert error is None and (tmp_path / "graph.pbtxt").exists()
+# (file under tensorflow_estimator/python/estimator/tpu, quote): cell 9's TF1 source.
+ESTIMATOR_QUOTES = [
+    (
+        "tpu_estimator.py",
+        "def _check_add_preemption_hook(cluster): return (tpu_cluster_resolver.is_running_in_gce()"
+        " and cluster and isinstance( cluster, tf.distribute.cluster_resolver.TPUClusterResolver)"
+        " and cluster._cloud_tpu_client.api_available())",
+    ),
+    (
+        "tpu_config.py",
+        "This is the number of train steps running in TPU system before returning to CPU host "
+        "for each `Session.run`.",
+    ),
+]
+
+
+@pytest.mark.parametrize(("path", "quote"), TF_QUOTES)
+def test_tensorflow_source_holds_what_the_notebook_quotes(path: str, quote: str) -> None:
+    assert quote in installed_source("tensorflow", "python", *path.split("/")), quote
+
+
+@pytest.mark.reference_only
+@pytest.mark.parametrize(("path", "quote"), ESTIMATOR_QUOTES)
+def test_estimator_source_holds_what_the_notebook_quotes(path: str, quote: str) -> None:
+    source = installed_source("tensorflow_estimator", "python", "estimator", "tpu", path)
+    assert quote in source, quote

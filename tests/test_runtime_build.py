@@ -9,17 +9,14 @@ one interpreter per case.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
-from support import run_python
+from support import code_cell, run_python
 
 from helpers.runtime import compact_devices
 
 pytestmark = pytest.mark.tensorflow  # each case starts TensorFlow in a subprocess
 
-ROOT = Path(__file__).resolve().parent.parent
-NOTEBOOK = ROOT / "notebooks" / "02_keras_fit.ipynb"
 
 PREAMBLE = """
 from helpers import runtime
@@ -37,11 +34,8 @@ print(json.dumps({"replicas": strategy.num_replicas_in_sync, "kind": choice.kind
 
 
 def initialisation_cell() -> str:
-    cells = json.loads(NOTEBOOK.read_text())["cells"]
-    code = ["".join(cell["source"]) for cell in cells if cell["cell_type"] == "code"]
-    matches = [source for source in code if "runtime.choose(" in source]
-    assert len(matches) == 1, "02_keras_fit must have exactly one TPU-initialisation cell"
-    return matches[0]
+    """02_keras_fit's TPU-initialisation cell."""
+    return code_cell("02_keras_fit.ipynb", "runtime.choose(")
 
 
 @pytest.mark.parametrize(
@@ -87,10 +81,7 @@ def test_compact_device_names():
 
 def pitfall_cell_of_00() -> str:
     """00_setup's cell that tries to split the CPU again after TensorFlow initialised it."""
-    cells = json.loads((ROOT / "notebooks" / "00_setup.ipynb").read_text())["cells"]
-    code = ["".join(cell["source"]) for cell in cells if cell["cell_type"] == "code"]
-    (cell,) = [source for source in code if "cannot be modified after being initialized" in source]
-    return cell
+    return code_cell("00_setup.ipynb", "cannot be modified after being initialized")
 
 
 @pytest.mark.parametrize("replicas", [1, 4, 64])

@@ -15,7 +15,7 @@ from support import KERAS_MAJOR, LANE, run_python_json
 
 pytestmark = pytest.mark.tensorflow  # each case starts TensorFlow in a subprocess
 
-MIRRORED_FIT = """
+OVER_EIGHT_REPLICAS = """
 import json
 from helpers.quiet import quiet_logs
 quiet_logs()
@@ -30,65 +30,24 @@ strategy = tf.distribute.MirroredStrategy(
 x = np.random.default_rng(0).normal(size=(256, 2)).astype("float32")
 y = x @ np.array([[0.3], [-0.2]], "float32")
 dataset = tf.data.Dataset.from_tensor_slices((x, y)).repeat().batch(8, drop_remainder=True)
-with strategy.scope():
-    model = tf.keras.Sequential([tf.keras.Input((2,)), tf.keras.layers.Dense(1)])
-    model.compile(tf.keras.optimizers.Adagrad(0.05), "mse", steps_per_execution=10)
-try:
-    model.fit(dataset, epochs=1, steps_per_epoch=20, verbose=0)
-    outcome = "trained"
-except Exception as error:
-    outcome = f"{type(error).__name__}: {error}"
-print(json.dumps({
-    "outcome": outcome,
-    "keras_major": compat.keras_major(),
-}))
-"""
-
-EPOCH_ROUNDING = """
-import json
-from helpers.quiet import quiet_logs
-quiet_logs()
-import numpy as np
-import tensorflow as tf
-
-x = np.ones((64, 2), "float32")
-dataset = tf.data.Dataset.from_tensor_slices((x, x[:, :1])).repeat().batch(8)
-model = tf.keras.Sequential([tf.keras.Input((2,)), tf.keras.layers.Dense(1)])
-model.compile("sgd", "mse", steps_per_execution=10)
-model.fit(dataset, epochs=2, steps_per_epoch=25, verbose=0)
-print(json.dumps({"steps": int(model.optimizer.iterations.numpy())}))
-"""
 
 
-def test_fit_with_mirrored_strategy_and_steps_per_execution():
-    """Keras 3: fails (keras-team/keras#19246 family); Keras 2: works."""
-    report = run_python_json(MIRRORED_FIT)
-    assert report["keras_major"] == KERAS_MAJOR, f"{LANE} lane: Keras {report['keras_major']}"
-    if KERAS_MAJOR == 2:
-        assert report["outcome"] == "trained"
-        return
-    assert report["outcome"] != "trained", (
-        "Upstream fixed Model.fit with MirroredStrategy and steps_per_execution > 1: remove "
-        "the keras_bug_19246 fallback in 02_keras_fit and 04_verify_migration, and this pin."
-    )
-    assert "You must feed a value for placeholder tensor" in report["outcome"], report
+def outcome(run):
+    try:
+        run()
+        return "ran"
+    except Exception as error:
+        return f"{type(error).__name__}: {error}"
 
 
-CUSTOM_LOOP_WITHOUT_BUILD = """
-import json
-from helpers.quiet import quiet_logs
-quiet_logs()
-import numpy as np
-import tensorflow as tf
-cpu = tf.config.list_physical_devices("CPU")[0]
-tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-strategy = tf.distribute.MirroredStrategy(
-    [device.name for device in tf.config.list_logical_devices("CPU")]
-)
-x = np.random.default_rng(0).normal(size=(8, 2)).astype("float32")
-dataset = tf.data.Dataset.from_tensor_slices((x, x[:, :1])).batch(8)
-outcomes = {}
-for build in (False, True):
+def compiled_model(spe=1):
+    with strategy.scope():
+        model = tf.keras.Sequential([tf.keras.Input((2,)), tf.keras.layers.Dense(1)])
+        model.compile(tf.keras.optimizers.Adagrad(0.05), "mse", steps_per_execution=spe)
+    return model
+
+
+def custom_loop_step(build):
     with strategy.scope():
         model = tf.keras.Sequential([tf.keras.Input((2,)), tf.keras.layers.Dense(1)])
         optimizer = tf.keras.optimizers.Adagrad(0.05)
@@ -107,28 +66,93 @@ for build in (False, True):
     def train_step(inputs):
         strategy.run(step_fn, args=(inputs,))
 
-    try:
-        train_step(next(iter(strategy.experimental_distribute_dataset(dataset))))
-        outcomes[str(build)] = "trained"
-    except Exception as error:
-        outcomes[str(build)] = f"{type(error).__name__}: {error}"
-print(json.dumps(outcomes))
+    train_step(next(iter(strategy.experimental_distribute_dataset(dataset))))
+
+
+one_example = tf.data.Dataset.from_tensor_slices(([[4.0, 4.5]], [[0.8]])).batch(1)
+print(json.dumps({
+    "keras_major": compat.keras_major(),
+    "fit_spe10": outcome(
+        lambda: compiled_model(10).fit(dataset, epochs=1, steps_per_epoch=20, verbose=0)
+    ),
+    "loop_unbuilt": outcome(lambda: custom_loop_step(build=False)),
+    "loop_built": outcome(lambda: custom_loop_step(build=True)),
+    "evaluate_one_example": outcome(lambda: compiled_model().evaluate(one_example, verbose=0)),
+    "fit_one_example": outcome(lambda: compiled_model().fit(one_example, verbose=0)),
+}))
 """
 
 
-def test_custom_loop_needs_optimizer_build_in_scope_under_keras_3():
-    """03's last pitfall: Keras 3 fails on 2 replicas unless the optimizer is built first."""
-    outcomes = run_python_json(CUSTOM_LOOP_WITHOUT_BUILD)
-    assert outcomes["True"] == "trained", outcomes
+@pytest.fixture(scope="module")
+def over_eight_replicas() -> dict:
+    """One TensorFlow start for the pins that need MirroredStrategy over 8 virtual CPUs."""
+    report = run_python_json(OVER_EIGHT_REPLICAS, timeout=600)  # five experiments, one start
+    assert report["keras_major"] == KERAS_MAJOR, f"{LANE} lane: Keras {report['keras_major']}"
+    return report
+
+
+def test_fit_with_mirrored_strategy_and_steps_per_execution(over_eight_replicas):
+    """Keras 3: fails (keras-team/keras#19246 family); Keras 2: works."""
+    outcome = over_eight_replicas["fit_spe10"]
     if KERAS_MAJOR == 2:
-        assert outcomes["False"] == "trained", outcomes
+        assert outcome == "ran"
         return
-    assert outcomes["False"] != "trained", (
+    assert outcome != "ran", (
+        "Upstream fixed Model.fit with MirroredStrategy and steps_per_execution > 1: remove "
+        "the keras_bug_19246 fallback in 02_keras_fit and 04_verify_migration, and this pin."
+    )
+    assert "You must feed a value for placeholder tensor" in outcome, outcome
+
+
+def test_custom_loop_needs_optimizer_build_in_scope_under_keras_3(over_eight_replicas):
+    """03's last pitfall: Keras 3 fails over replicas unless the optimizer is built first."""
+    unbuilt, built = over_eight_replicas["loop_unbuilt"], over_eight_replicas["loop_built"]
+    assert built == "ran", built
+    if KERAS_MAJOR == 2:
+        assert unbuilt == "ran", unbuilt
+        return
+    assert unbuilt != "ran", (
         "Upstream fixed a Keras 3 custom loop whose optimizer builds at its first step under "
         "MirroredStrategy: revise 03_custom_loop's last pitfall section, and this pin."
     )
-    assert outcomes["False"].startswith("InvalidArgumentError"), outcomes
-    assert "You must feed a value for placeholder tensor" in outcomes["False"], outcomes
+    assert unbuilt.startswith("InvalidArgumentError"), unbuilt
+    assert "You must feed a value for placeholder tensor" in unbuilt, unbuilt
+
+
+def test_one_example_batch_over_several_replicas(over_eight_replicas):
+    """The guide's batch(1) over 8 replicas: Keras 2 evaluates and trains, Keras 3 fails both.
+
+    02_keras_fit shows the evaluation; 04_verify_migration's settings table the training.
+    """
+    outcomes = {
+        "evaluate": over_eight_replicas["evaluate_one_example"],
+        "fit": over_eight_replicas["fit_one_example"],
+    }
+    if KERAS_MAJOR == 2:
+        assert outcomes == {"evaluate": "ran", "fit": "ran"}
+        return
+    for method, outcome in outcomes.items():
+        assert outcome != "ran", (
+            f"Keras now runs {method} on a batch that leaves replicas empty: update the notes "
+            "in 02_keras_fit's guide section and 04's settings table, and this pin."
+        )
+        assert "must have the same size and shape" in outcome, outcome
+
+
+EPOCH_ROUNDING = """
+import json
+from helpers.quiet import quiet_logs
+quiet_logs()
+import numpy as np
+import tensorflow as tf
+
+x = np.ones((64, 2), "float32")
+dataset = tf.data.Dataset.from_tensor_slices((x, x[:, :1])).repeat().batch(8)
+model = tf.keras.Sequential([tf.keras.Input((2,)), tf.keras.layers.Dense(1)])
+model.compile("sgd", "mse", steps_per_execution=10)
+model.fit(dataset, epochs=2, steps_per_epoch=25, verbose=0)
+print(json.dumps({"steps": int(model.optimizer.iterations.numpy())}))
+"""
 
 
 def test_steps_per_execution_and_epoch_length():
@@ -139,30 +163,6 @@ def test_steps_per_execution_and_epoch_length():
         {"lane": LANE, "steps": steps, "update": "02_keras_fit's rounding cell and README"}
     )
 
-
-UNEVEN_EVALUATION = """
-import json
-from helpers.quiet import quiet_logs
-quiet_logs()
-import tensorflow as tf
-cpu = tf.config.list_physical_devices("CPU")[0]  # the notebooks' stand-in for 8 TPU cores
-tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 8)
-strategy = tf.distribute.MirroredStrategy(
-    [device.name for device in tf.config.list_logical_devices("CPU")]
-)
-dataset = tf.data.Dataset.from_tensor_slices(([[4.0, 4.5]], [[0.8]])).batch(1)
-with strategy.scope():
-    model = tf.keras.Sequential([tf.keras.Input((2,)), tf.keras.layers.Dense(1)])
-    model.compile("sgd", "mse")
-outcomes = {}
-for method in ("evaluate", "fit"):
-    try:
-        getattr(model, method)(dataset, verbose=0)
-        outcomes[method] = "ran"
-    except Exception as error:
-        outcomes[method] = f"{type(error).__name__}: {error}"
-print(json.dumps(outcomes))
-"""
 
 ESTIMATOR_CHECKPOINT_RESTORE = """
 import json
@@ -180,23 +180,6 @@ for layer_name in ("dense", "linear"):
     restored[layer_name] = bool(np.any(model.layers[0].kernel.numpy() != 0))
 print(json.dumps(restored))
 """
-
-
-def test_one_example_batch_over_several_replicas():
-    """The guide's batch(1) over 8 replicas: Keras 2 evaluates and trains, Keras 3 fails both.
-
-    02_keras_fit shows the evaluation; 04_verify_migration's settings table the training.
-    """
-    outcomes = run_python_json(UNEVEN_EVALUATION)
-    if KERAS_MAJOR == 2:
-        assert outcomes == {"evaluate": "ran", "fit": "ran"}
-        return
-    for method, outcome in outcomes.items():
-        assert outcome != "ran", (
-            f"Keras now runs {method} on a batch that leaves replicas empty: update the notes "
-            "in 02_keras_fit's guide section and 04's settings table, and this pin."
-        )
-        assert "must have the same size and shape" in outcome, outcome
 
 
 def test_checkpoint_restore_of_an_estimator_checkpoint_matches_by_name_only_in_keras_2():
@@ -278,3 +261,50 @@ def test_keras_defaults_that_02_and_04_show():
     )
     if keras_2:
         assert facts["signature_outputs"][0].startswith("dense"), facts
+
+
+GRAPH_PBTXT = """
+import json, tempfile
+from pathlib import Path
+from helpers.quiet import quiet_logs
+quiet_logs()
+import google.protobuf
+import tensorflow as tf
+
+tf1 = tf.compat.v1
+folder = tempfile.mkdtemp()
+error = None
+with tf1.Graph().as_default():
+    step = tf1.train.get_or_create_global_step()
+    advance = step.assign_add(1)
+    hook = tf1.train.CheckpointSaverHook(folder, save_steps=1)  # save_graph_def=True
+    try:
+        with tf1.train.MonitoredSession(tf1.train.ChiefSessionCreator(), hooks=[hook]) as s:
+            s.run(advance)
+    except TypeError as raised:
+        error = str(raised)
+print(json.dumps({
+    "tensorflow": tf.__version__,
+    "protobuf_major": int(google.protobuf.__version__.split(".")[0]),
+    "error": error,
+    "graph_pbtxt_written": (Path(folder) / "graph.pbtxt").exists(),
+}))
+"""
+
+
+def test_checkpoint_saver_hook_writes_graph_pbtxt_except_with_tensorflow_2_20_and_protobuf_7():
+    """06's TF1 cell passes save_graph_def=False: TF 2.20's graph_io.write_graph passes
+    `float_format`, which protobuf 7's text_format.MessageToString no longer takes."""
+    report = run_python_json(GRAPH_PBTXT)
+    broken = report["tensorflow"].startswith("2.20.") and report["protobuf_major"] >= 7
+    if not broken:
+        assert report["error"] is None and report["graph_pbtxt_written"], json.dumps(
+            {"lane": LANE, **report}
+        )
+        return
+    assert report["error"] is not None and "float_format" in report["error"], (
+        f"{LANE} lane: TensorFlow {report['tensorflow']} with protobuf "
+        f"{report['protobuf_major']} now writes graph.pbtxt (got {report}): remove the "
+        "save_graph_def=False comment in 06_preemption's run_tf1 cell (cell 10, keep or drop "
+        "the argument), and this pin."
+    )

@@ -167,11 +167,8 @@ def calibrated(run, probe_steps, multiple, window):
     return max(multiple, round(rate * window / multiple) * multiple)
 
 
-def loop_rate(tf, strategy, kind, dataset, per_call, steps, repeats, window, mean_loss=False):
-    with strategy.scope():
-        model, optimizer, loss_fn = build(tf, kind)
-        optimizer.build(model.trainable_variables)  # in the scope: Keras 3 needs it (notebook 03)
-        loss_mean = tf.keras.metrics.Mean()  # what Model.fit updates at every step
+def make_step_fn(tf, model, optimizer, loss_fn, loss_mean=None):
+    """The custom loop's training step, run on each replica (its FLOPs are counted in the tests)."""
     loss_fn.reduction = "none"
 
     def step_fn(x, y):
@@ -180,8 +177,18 @@ def loop_rate(tf, strategy, kind, dataset, per_call, steps, repeats, window, mea
             loss = tf.nn.compute_average_loss(per_example)
         gradients = tape.gradient(loss, model.trainable_variables)
         optimizer.apply_gradients(zip(gradients, model.trainable_variables, strict=True))
-        if mean_loss:
+        if loss_mean is not None:
             loss_mean.update_state(loss)
+
+    return step_fn
+
+
+def loop_rate(tf, strategy, kind, dataset, per_call, steps, repeats, window, mean_loss=False):
+    with strategy.scope():
+        model, optimizer, loss_fn = build(tf, kind)
+        optimizer.build(model.trainable_variables)  # in the scope: Keras 3 needs it (notebook 03)
+        loss_mean = tf.keras.metrics.Mean()  # what Model.fit updates at every step
+    step_fn = make_step_fn(tf, model, optimizer, loss_fn, loss_mean if mean_loss else None)
 
     @tf.function
     def train_steps(iterator, count):
@@ -325,7 +332,7 @@ def worker(replicas: int, quick: bool, model_dir: Path) -> dict:
         fit("mlp", mlp, 10, "Model.fit, mixed_bfloat16", policy="mixed_bfloat16")
         for option in ("prefetch", "cache"):
             fit("mlp", mlp_dataset(tf, **{option: False}), 10, f"Model.fit, {option}=False")
-        unknown_batch = mlp_dataset(tf, drop_remainder=False)  # full batches, shape (None, 784)
+        unknown_batch = mlp_dataset(tf, drop_remainder=False)
         fit("mlp", unknown_batch, 10, "Model.fit, drop_remainder=False (batch size None)")
     flops = matmul_flops(tf, 3) if replicas == 1 else None
     return {"runtime": runtime_line(strategy, tf), "rows": rows, "matmul_flops": flops}
