@@ -7,8 +7,8 @@
   Here `detect_platform` is replaced, so the Cloud TPU VM, the internal TPU, the Google
   Cloud GPU VM rows run, as far as `__init__` goes (nothing here runs on a TPU), and so does
   the row of a machine off Google Cloud, which the notebook's `SIGTERM` cells rely on and
-  which a Colab runtime may not be, if `on_gcp()` finds a metadata server there. The GPU VM row also runs
-  with a stand-in metadata server that sends a maintenance notice.
+  which a Colab runtime may not be, if `on_gcp()` finds a metadata server there. The GPU VM
+  row also runs with a stand-in metadata server that sends a maintenance notice.
 - The TensorFlow and estimator source that the notebook quotes (cells on
   `CloudTPUPreemptedHook`, `TPUConfig`, the handler's docstring and `functional_saver.py`),
   read without starting TensorFlow.
