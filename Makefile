@@ -40,7 +40,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 .PHONY: help run test test-reference test-current test-colab test-docs test-fast test-newest \
 	check-compat check-locks lint hooks record docs compat lock set-repository clean bench \
-	bench-current test-other-cpu
+	bench-current test-nbval
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 18
@@ -110,34 +110,35 @@ $(DOCS_STAMP): requirements-docs.txt pyproject.toml | $(UV_NEEDED)
 run: $(STAMP) ## execute every notebook with papermill into build/run and summarise
 	$(BIN)/python -m tools.run_notebooks --out $(BUILD)/run
 
-test: ## the whole test suite: the three lanes, another CPU and the site, two at a time, then the compatibility table
-	@$(MAKE) --no-print-directory -k -j$(TEST_JOBS) test-reference test-current test-colab test-other-cpu test-docs
+test: ## the whole test suite: the three lanes, nbval (another CPU) and the site, two at a time, then the compatibility table
+	@$(MAKE) --no-print-directory -k -j$(TEST_JOBS) test-reference test-current test-colab test-nbval test-docs
 	@$(MAKE) --no-print-directory check-compat
 
 check-compat: ## fail if README's compatibility table disagrees with the lanes' last runs
 	$(PYTHON) -m tools.compat_table --check
 
-test-reference: $(STAMP) lint ## reference lane (TF 2.15): lint, unit, conventions, papermill, nbval
+test-reference: $(STAMP) lint ## reference lane (TF 2.15): lint, unit, conventions, papermill (nbval: test-nbval)
 	@mkdir -p $(BUILD)/pytest
-	TPU_MIGRATION_LANE=reference $(BIN)/python -m pytest tests notebooks --nbval --nbval-current-env \
-	  --nbval-sanitize-with tests/nbval_sanitize.cfg --ignore=tests/test_site.py \
+	TPU_MIGRATION_LANE=reference $(BIN)/python -m pytest tests --ignore=tests/test_site.py \
 	  -p no:cacheprovider $(call PYTEST_TMP,reference) $(PYTEST_ARGS) $(call LANE_PREFIX,reference)
 
-# The committed outputs were recorded on one CPU; oneDNN picks its kernels by the instruction
-# set, so another CPU moves float results in their last bits. This runs the reference lane's
-# nbval with oneDNN's TensorFlow kernels switched off (Eigen's instead), which moves float
-# results in their last bits as another CPU does: a stand-in for it, on which the comparison
-# (tools/output_compare.py) must pass too. `OTHER_CPU=ONEDNN_MAX_CPU_ISA=AVX2` is the other
-# stand-in, but on the AMD EPYC (AVX512_BF16, no AMX) where it was tried, TensorFlow 2.15.1
-# crashed with SIGSEGV under it in a bfloat16 matmul of notebook 08's mixed precision. Its
-# nbval runs are not recorded for the compatibility table (the reference lane's are).
+# nbval runs every notebook once, at its defaults, in the reference lane, and compares each
+# output with the committed one. The committed outputs were recorded on one CPU; oneDNN picks
+# its kernels by the instruction set, so another CPU moves float results in their last bits.
+# So nbval runs with oneDNN's TensorFlow kernels switched off (Eigen's instead), which moves
+# float results in their last bits as another CPU does: a stand-in for it, on which the
+# comparison (tools/output_compare.py) must pass, on the recording machine too. The papermill
+# cases of test-reference run with oneDNN on, the default. `OTHER_CPU=` (empty) runs nbval
+# with oneDNN on; `OTHER_CPU=ONEDNN_MAX_CPU_ISA=AVX2` is the other stand-in, but on the AMD
+# EPYC (AVX512_BF16, no AMX) where it was tried, TensorFlow 2.15.1 crashed with SIGSEGV under
+# it in a bfloat16 matmul of notebook 08's mixed precision.
 OTHER_CPU ?= TF_ENABLE_ONEDNN_OPTS=0
-test-other-cpu: $(STAMP) ## the reference lane's nbval with oneDNN switched off (TF_ENABLE_ONEDNN_OPTS=0): another CPU
+test-nbval: $(STAMP) ## nbval of every notebook in the reference lane, oneDNN switched off (another CPU)
 	@mkdir -p $(BUILD)/pytest
-	env $(OTHER_CPU) TPU_MIGRATION_LANE=reference TPU_MIGRATION_NBVAL_RECORDS=0 \
+	env $(OTHER_CPU) TPU_MIGRATION_LANE=reference \
 	  $(BIN)/python -m pytest notebooks --nbval --nbval-current-env \
 	  --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider \
-	  $(call PYTEST_TMP,other-cpu) $(PYTEST_ARGS) $(call LANE_PREFIX,other-cpu)
+	  $(call PYTEST_TMP,nbval) $(PYTEST_ARGS) $(call LANE_PREFIX,nbval)
 
 test-current: $(CURRENT_STAMP) ## current lane (newest TF, Keras 3): unit tests, TF2 notebooks, upstream bugs
 	@$(CURRENT_BIN)/python -c 'import tensorflow as tf, keras; print(f"current lane: TensorFlow {tf.__version__}, Keras {keras.__version__}")' 2>/dev/null

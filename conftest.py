@@ -18,8 +18,9 @@ nbval runs every notebook at its defaults in the reference lane and compares eac
 the committed one, so a notebook whose cells all pass ran as its committed outputs say: the
 runtime line ("Runtime: CPU | MirroredStrategy with 8 replicas ...") tells on what, and with
 how many replicas. The papermill cases therefore need not repeat the defaults, and the
-table (tools.compat_table) still shows them. The records join the papermill ones in
-build/compat/LANE.jsonl, replacing the previous nbval records of that lane.
+table (tools.compat_table) still shows them. The records go to build/compat/LANE-nbval.jsonl,
+replacing that lane's previous nbval records: a file of their own, because `make test` runs
+nbval (`make test-nbval`) beside the lane's papermill cases, which write LANE.jsonl.
 """
 
 from __future__ import annotations
@@ -123,14 +124,10 @@ def pytest_sessionfinish(session) -> None:
     if not NOTEBOOK_PASSED or os.environ.get("TPU_MIGRATION_NBVAL_RECORDS") == "0":
         return
     lane = os.environ.get("TPU_MIGRATION_LANE", "reference")
-    records = ROOT / "build" / "compat" / f"{lane}.jsonl"
+    records = ROOT / "build" / "compat" / f"{lane}-nbval.jsonl"
     records.parent.mkdir(parents=True, exist_ok=True)
-    kept = []
-    if records.exists():
-        lines = [line for line in records.read_text().splitlines() if line]
-        kept = [line for line in lines if json.loads(line).get("source") != "nbval"]
     ran = [
         json.dumps(nbval_record(ROOT / path, passed, lane))
         for path, passed in sorted(NOTEBOOK_PASSED.items())
     ]
-    records.write_text("".join(f"{line}\n" for line in kept + ran))
+    records.write_text("".join(f"{line}\n" for line in ran))

@@ -2,7 +2,8 @@
 
 tests/test_notebooks.py records every papermill run of a notebook (lane, runtime kind,
 replicas, whether it passed or stopped with its expected message, the TensorFlow and Keras
-versions) in build/compat/LANE.jsonl. This turns those records into the notebooks x lanes x
+versions) in build/compat/LANE.jsonl, and conftest.py nbval's runs in
+build/compat/reference-nbval.jsonl. This turns those records into the notebooks x lanes x
 runtimes table between the markers in README.md (a column per lane, each cell naming the
 runtimes), with a legend that names each lane's versions. Runtimes no test ran on are marked
 as not verified, never assumed.
@@ -33,12 +34,14 @@ LANES = {
     "current": "newest TF",
 }
 KINDS = ("CPU", "GPU", "TPU")
+NBVAL_LANES = ("reference",)  # `make test-nbval` runs nbval in this lane (conftest.py records it)
 
 
 def read_records(folder: Path = RECORDS) -> list[dict]:
+    """The papermill runs of every lane (LANE.jsonl) and nbval's (reference-nbval.jsonl)."""
     records = []
-    for lane in LANES:
-        path = folder / f"{lane}.jsonl"
+    for name in [*LANES, *(f"{lane}-nbval" for lane in NBVAL_LANES)]:
+        path = folder / f"{name}.jsonl"
         if not path.exists():
             raise FileNotFoundError(
                 f"{path} is missing: run `make test` (every lane) before generating the table"
