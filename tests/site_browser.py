@@ -140,7 +140,9 @@ def check_in_browser(root: Path, shots: Path) -> dict:
             ),
         )
 
-        targets = ["index.html", "cheatsheet.html"] + [f"notebooks/{p.name}" for p in notebooks]
+        targets = ["index.html", "cheatsheet.html", "surface.html"] + [
+            f"notebooks/{p.name}" for p in notebooks
+        ]
         for rel in targets:
             current["page"] = rel
             t = time.perf_counter()

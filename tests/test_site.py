@@ -72,7 +72,8 @@ def site() -> Path:
 
 
 def test_site_builds_with_warnings_as_errors_and_has_every_notebook(site):
-    assert (site / "index.html").is_file() and (site / "cheatsheet.html").is_file()
+    for page in ("index.html", "cheatsheet.html", "surface.html"):
+        assert (site / page).is_file(), page
     for path in notebook_paths():
         assert (site / "notebooks" / f"{path.stem}.html").is_file(), path.name
 
@@ -107,5 +108,5 @@ def test_pages_render_in_chromium(site):
     assert report["failures"] == []
     assert report["external_requests_blocked"] == {}
     screenshots = list(SHOTS.glob("*.png"))
-    assert len(screenshots) >= 2 + len(notebook_paths())
+    assert len(screenshots) >= 3 + len(notebook_paths())
     assert all(shot.stat().st_size > 10_000 for shot in screenshots)
