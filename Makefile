@@ -29,7 +29,7 @@ PYTEST_ARGS ?=
 # Each lane's pytest keeps its temporary folders, and so the notebooks it executed, in
 # build/pytest/LANE (CI keeps them when a run fails), and lists its ten slowest tests.
 PYTEST_TMP = --basetemp=$(BUILD)/pytest/$(1) --durations=10
-# `make test` runs two lanes at a time (TEST_JOBS) and goes on with the others when one fails,
+# `make test` runs its two halves at a time (TEST_JOBS) and goes on when a lane fails,
 # so each line a lane prints starts with its name; pipefail keeps a failing pytest failing
 # through the pipe. Each lane ends with its ten slowest tests (--durations above).
 TEST_JOBS ?= 2
@@ -40,7 +40,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 .PHONY: help run test test-reference test-current test-colab test-docs test-fast test-newest \
 	check-compat check-locks lint hooks record docs compat lock set-repository clean bench \
-	bench-current test-nbval
+	bench-current test-nbval test-keras2 test-keras3
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 18
@@ -111,8 +111,18 @@ run: $(STAMP) ## execute every notebook with papermill into build/run and summar
 	$(BIN)/python -m tools.run_notebooks --out $(BUILD)/run
 
 test: ## the whole test suite: the three lanes, nbval (another CPU) and the site, two at a time, then the compatibility table
-	@$(MAKE) --no-print-directory -k -j$(TEST_JOBS) test-reference test-current test-colab test-nbval test-docs
+	@$(MAKE) --no-print-directory -k -j$(TEST_JOBS) test-keras2 test-keras3
 	@$(MAKE) --no-print-directory check-compat
+
+# make test's two halves, one after the other within each, of about the same length on a
+# 2-core machine: the reference lane is the longest part, so nbval follows it, while the
+# Keras 3 lanes and the site run beside them. Each half goes on when one of its parts fails.
+# The venvs are the halves' prerequisites, so the make that runs both creates them, once each.
+test-keras2: $(STAMP) ## the reference lane, then nbval (half of make test)
+	@$(MAKE) --no-print-directory -k test-reference test-nbval
+
+test-keras3: $(CURRENT_STAMP) $(COLAB_STAMP) $(DOCS_STAMP) ## the current and Colab lanes, then the site (half of make test)
+	@$(MAKE) --no-print-directory -k test-current test-colab test-docs
 
 check-compat: ## fail if README's compatibility table disagrees with the lanes' last runs
 	$(PYTHON) -m tools.compat_table --check
