@@ -208,5 +208,6 @@ CASES = [
 from notebook_cases_04 import CASES_04  # noqa: E402 (uses Case from this module)
 from notebook_cases_05 import CASES_05  # noqa: E402
 from notebook_cases_09 import CASES_09  # noqa: E402
+from notebook_cases_10 import CASES_10  # noqa: E402
 
-CASES += CASES_04 + CASES_05 + CASES_09
+CASES += CASES_04 + CASES_05 + CASES_09 + CASES_10

@@ -107,3 +107,20 @@ def installed_source(package: str, *parts: str) -> str:
     spec = importlib.util.find_spec(package)
     assert spec is not None and spec.submodule_search_locations, f"{package} is not installed"
     return " ".join(Path(spec.submodule_search_locations[0], *parts).read_text().split())
+
+
+def definition(source: str, name: str, following: str) -> str:
+    """The text of `def name(` up to `following`, the definition after it in the file: a quote
+    is pinned to the function the notebook names, not found anywhere in the file."""
+    start = source.index(f"def {name}(")
+    return source[start : source.index(following, start)]
+
+
+def assert_tpu_estimator_quotes(name: str, following: str, quotes: list[str]) -> None:
+    """Each quote is in the function `name` of the installed tpu_estimator.py."""
+    source = installed_source(
+        "tensorflow_estimator", "python", "estimator", "tpu", "tpu_estimator.py"
+    )
+    function = definition(source, name, following)
+    for quote in quotes:
+        assert quote in function, quote

@@ -13,7 +13,7 @@ their source (the estimator's only in the reference lane), without starting Tens
 from __future__ import annotations
 
 import pytest
-from support import installed_source, run_python_json
+from support import assert_tpu_estimator_quotes, definition, installed_source, run_python_json
 
 CLAIMS = """
 import json
@@ -103,13 +103,6 @@ def test_infeed_types_are_the_listed_ones(claims: dict) -> None:
     assert claims["infeed_types"] == [*infeed_types, "uint32", "uint8"]
 
 
-def definition(source: str, name: str, following: str) -> str:
-    """The text of `def name(` up to `following`, the definition after it in the file: a quote
-    is pinned to the function the notebook names, not found anywhere in the file."""
-    start = source.index(f"def {name}(")
-    return source[start : source.index(following, start)]
-
-
 def test_infeed_queue_dequeues_with_infeed_dequeue_tuple() -> None:
     source = installed_source("tensorflow", "python", "tpu", "tpu_feed.py")
     dequeue = definition(source, "generate_dequeue_op", "def _generate_enqueue_op(")
@@ -149,12 +142,7 @@ TPU_ESTIMATOR_QUOTES = [
 def test_tpu_estimator_functions_hold_what_the_notebook_says(
     name: str, following: str, quotes: list[str]
 ) -> None:
-    source = installed_source(
-        "tensorflow_estimator", "python", "estimator", "tpu", "tpu_estimator.py"
-    )
-    function = definition(source, name, following)
-    for quote in quotes:
-        assert quote in function, quote
+    assert_tpu_estimator_quotes(name, following, quotes)
 
 
 @pytest.mark.reference_only

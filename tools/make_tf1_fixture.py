@@ -1,10 +1,13 @@
 """Store notebook 01's TPUEstimator run in fixtures/tf1_reference, where notebook 04 reads it.
 
-With `--notebook 09` it stores notebook 09's run (its `model_fn` with feature columns) in
-fixtures/tf1_model_fn instead, the same way: notebook 09 runs at its defaults with
-`model_dir` a new temporary folder and `compare_stored=False`, and writes its run into
-`model_dir` (`tf1_run.json` with the same `checkpoint` and `saved_model` paths, documented in
-its "The run, stored"); notebook 09 itself checks a live run against the stored one.
+With `--notebook 10` it stores notebook 10's run (its convolutional `model_fn` with batch norm)
+in fixtures/tf1_conv, with `model.ckpt-0` as `checkpoint` and the last checkpoint as
+`final_checkpoint`, both copied. With `--notebook 09` it stores notebook 09's run (its
+`model_fn` with feature columns) in fixtures/tf1_model_fn instead, the same way: notebook 09
+runs at its defaults with `model_dir` a new temporary folder and `compare_stored=False`, and
+writes its run into `model_dir` (`tf1_run.json` with the same `checkpoint` and `saved_model`
+paths, documented in its "The run, stored"); notebooks 09 and 10 themselves check a live run
+against the stored one.
 
 `.venv/bin/python -m tools.make_tf1_fixture` (TensorFlow 2.15: it needs
 `tf.compat.v1.estimator`). It runs notebooks/01_tpu_estimator.ipynb with papermill at its
@@ -43,6 +46,8 @@ NOTEBOOK = NOTEBOOKS / "01_tpu_estimator.ipynb"
 DEFAULT_OUT = ROOT / "fixtures" / "tf1_reference"
 NOTEBOOK_09 = NOTEBOOKS / "09_real_model_fn.ipynb"
 DEFAULT_OUT_09 = ROOT / "fixtures" / "tf1_model_fn"
+NOTEBOOK_10 = NOTEBOOKS / "10_conv_batch_norm.ipynb"
+DEFAULT_OUT_10 = ROOT / "fixtures" / "tf1_conv"
 
 
 def run_notebook_01(model_dir: Path) -> Path:
@@ -55,12 +60,14 @@ def run_notebook_01(model_dir: Path) -> Path:
     return model_dir
 
 
-def run_notebook_09(model_dir: Path) -> Path:
-    """Run notebook 09 at its defaults with `model_dir`, not comparing with the stored run."""
+def run_notebook_comparing_nothing(notebook: Path, model_dir: Path) -> Path:
+    """Run notebook 09 or 10 at its defaults with `model_dir`, not comparing with its stored
+    run (`compare_stored=False`); return `model_dir`, where it wrote its run."""
     parameters = {"model_dir": str(model_dir), "compare_stored": False}
-    outcome = execute(NOTEBOOK_09, model_dir.parent / "09_executed.ipynb", parameters)
+    executed = model_dir.parent / f"{notebook.name[:2]}_executed.ipynb"
+    outcome = execute(notebook, executed, parameters)
     if not outcome.passed:
-        raise RuntimeError(f"notebook 09 failed: {outcome.summary()}")
+        raise RuntimeError(f"notebook {notebook.name[:2]} failed: {outcome.summary()}")
     return model_dir
 
 
@@ -76,23 +83,26 @@ def write_manifest(directory: Path) -> dict[str, str]:
 
 
 def copy_run(model_dir: Path, out: Path, notebook: str = "01") -> dict:
-    """Copy the run that notebook 01 (or 09) saved in `model_dir` to `out`; return its
+    """Copy the run that notebook 01 (or 09, 10) saved in `model_dir` to `out`; return its
     tf1_run.json.
 
     `out` is replaced only when it is a stored run already (it has a manifest); any other
     folder with files in it is refused, never deleted.
     """
     run = json.loads((model_dir / "tf1_run.json").read_text())
-    prefix = model_dir / run["checkpoint"]
     if (out / MANIFEST).is_file():
         shutil.rmtree(out)
     elif out.exists() and any(out.iterdir()):
         raise SystemExit(f"{out} holds files but no {MANIFEST}: choose an empty or new --out")
     (out / "checkpoint").mkdir(parents=True)
-    for suffix in (".index", ".data-00000-of-00001"):
-        shutil.copyfile(f"{prefix}{suffix}", out / "checkpoint" / f"{prefix.name}{suffix}")
+    for key in ("checkpoint", "final_checkpoint"):  # notebook 10 stores its last one too
+        if key not in run:
+            continue
+        prefix = model_dir / run[key]
+        for suffix in (".index", ".data-00000-of-00001"):
+            shutil.copyfile(f"{prefix}{suffix}", out / "checkpoint" / f"{prefix.name}{suffix}")
+        run[key] = f"checkpoint/{prefix.name}"
     shutil.copytree(model_dir / run["saved_model"], out / "saved_model")
-    run["checkpoint"] = f"checkpoint/{prefix.name}"
     run["saved_model"] = "saved_model"
     option = "" if notebook == "01" else f" --notebook {notebook}"
     run["made_by"] = (
@@ -105,13 +115,21 @@ def copy_run(model_dir: Path, out: Path, notebook: str = "01") -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--notebook", choices=("01", "09"), default="01")
+    parser.add_argument("--notebook", choices=("01", "09", "10"), default="01")
     parser.add_argument(
-        "--out", type=Path, help="default: fixtures/tf1_reference (01), tf1_model_fn (09)"
+        "--out",
+        type=Path,
+        help="default: fixtures/tf1_reference (01), tf1_model_fn (09), tf1_conv (10)",
     )
     args = parser.parse_args(argv)
-    args.out = args.out or (DEFAULT_OUT if args.notebook == "01" else DEFAULT_OUT_09)
-    run_notebook = run_notebook_01 if args.notebook == "01" else run_notebook_09
+    outs = {"01": DEFAULT_OUT, "09": DEFAULT_OUT_09, "10": DEFAULT_OUT_10}
+    runs = {
+        "01": run_notebook_01,
+        "09": lambda model_dir: run_notebook_comparing_nothing(NOTEBOOK_09, model_dir),
+        "10": lambda model_dir: run_notebook_comparing_nothing(NOTEBOOK_10, model_dir),
+    }
+    args.out = args.out or outs[args.notebook]
+    run_notebook = runs[args.notebook]
     try:
         import tensorflow_estimator  # noqa: F401
     except ImportError:

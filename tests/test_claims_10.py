@@ -1,0 +1,184 @@
+"""Pins on the TensorFlow behaviour and source that notebook 10 (the convolutional `model_fn`
+with batch norm) states but its cells do not assert.
+
+What the notebook runs on its own model (the parity of both TF2 paths with the TF1 run, the
+costs of per-replica and synchronized batch norm and of Keras' momentum, the swapped-layer
+check, the bfloat16 pixels, the Grappler runs, `model.ckpt-0`) its cells assert. Left here:
+the general rules its prose quotes, run in one TensorFlow subprocess in every lane, so that a
+release that changes one fails with the claim's name; and the statements about
+`TPUEstimator` on a CPU and on a TPU, read in the files the notebook names as their source
+(the estimator's only in the reference lane), without starting TensorFlow.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+from support import (
+    KERAS_MAJOR,
+    assert_tpu_estimator_quotes,
+    definition,
+    installed_source,
+    run_python_json,
+)
+
+CLAIMS = """
+import json
+
+from helpers.quiet import quiet_logs
+
+quiet_logs()
+import tensorflow as tf
+
+out = {}
+
+# get_replica_context().all_reduce outside any strategy: the default replica context, identity
+value = tf.constant([1.5, -2.0])
+context = tf.distribute.get_replica_context()
+out["default_all_reduce"] = context.all_reduce("SUM", value).numpy().tolist()
+
+# the kernel's name, which the weight-decay filter `"kernel" in v.name` reads
+layer = tf.keras.layers.Conv2D(2, 3, use_bias=False)
+layer(tf.zeros([1, 4, 4, 1]))  # built by its first call, as in a model
+out["kernel_name"] = layer.kernel.name
+print(json.dumps(out))
+"""
+
+FUSED = """
+import json
+
+from helpers.quiet import quiet_logs
+
+quiet_logs()
+import tensorflow.compat.v1 as tf1
+
+with tf1.Graph().as_default() as graph:
+    x = tf1.zeros([2, 4, 4, 3])
+    tf1.layers.BatchNormalization()(x, training=True)
+    types = sorted({op.type for op in graph.get_operations() if "BatchNorm" in op.type})
+    updates = len(tf1.get_collection(tf1.GraphKeys.UPDATE_OPS))
+print(json.dumps({"types": types, "updates": updates}))
+"""
+
+
+@pytest.fixture(scope="module")
+def claims() -> dict:
+    """The lane's answers to every claim, computed once in one TensorFlow process."""
+    return run_python_json(CLAIMS)
+
+
+@pytest.mark.tensorflow
+def test_all_reduce_of_the_default_replica_context_is_the_identity(claims: dict) -> None:
+    assert claims["default_all_reduce"] == [1.5, -2.0]
+
+
+@pytest.mark.tensorflow
+def test_kernel_names_per_keras_generation_contain_kernel(claims: dict) -> None:
+    expected = {2: "conv2d/kernel:0", 3: "kernel"}[KERAS_MAJOR]
+    assert claims["kernel_name"] == expected
+
+
+@pytest.mark.tensorflow
+@pytest.mark.reference_only
+def test_tf1_layers_batch_norm_is_fused_and_adds_update_ops() -> None:
+    answer = run_python_json(FUSED)
+    assert answer["types"] == ["FusedBatchNormV3"]
+    assert answer["updates"] == 2  # the moving mean and the moving variance
+
+
+def test_keras_sgd_accumulates_the_step_not_the_gradient() -> None:
+    source = installed_source("keras", "src", "optimizers", "sgd.py")
+    if KERAS_MAJOR == 2:
+        step = definition(source, "update_step", "def get_config(")
+        assert "m.assign(-gradient * lr + m * momentum)" in step
+        assert "variable.assign_add(-gradient * lr + m * momentum)" in step
+    else:
+        step = definition(source, "update_step", "def get_config(")
+        assert "def update_step(self, gradient, variable, learning_rate)" in step
+        assert "ops.multiply(m, momentum), ops.multiply(gradient, learning_rate)" in step
+
+
+def test_cross_shard_optimizer_sums_gradients_in_apply_gradients() -> None:
+    source = installed_source("tensorflow", "python", "tpu", "tpu_optimizer.py")
+    apply = definition(source, "apply_gradients", "def get_slot(")
+    assert "tpu_ops.cross_replica_sum(" in apply
+
+
+# (function, the definition after it, quotes): in tensorflow_estimator/python/estimator/tpu/
+TPU_ESTIMATOR_QUOTES = [
+    (
+        "as_estimator_spec",
+        "class _OpQueueContext(",
+        [
+            "_OutfeedHostCall.create_cpu_hostcall(self._host_calls)",
+            "hooks = [_OutfeedHostCallHook(host_call_ret['host_call'])]",
+            "scaffold = self.scaffold_fn() if self.scaffold_fn else None",
+        ],
+    ),
+    (
+        "_call_input_fn",
+        "def _validate_features_in_predict_input(",
+        [
+            "batch_size_for_input_fn = ctx.batch_size_for_input_fn",
+            "if ctx.is_running_on_cpu(is_export_mode=False): "
+            "with tf.compat.v1.device('/device:CPU:0'): return input_fn(**kwargs)",
+        ],
+    ),
+    ("create_tpu_hostcall", "class _OutfeedHostCallHook(", ["tf.concat(dequeue_ops[i], axis=0)"]),
+]
+
+
+@pytest.mark.reference_only
+@pytest.mark.parametrize(("name", "following", "quotes"), TPU_ESTIMATOR_QUOTES)
+def test_tpu_estimator_functions_hold_what_the_notebook_says(
+    name: str, following: str, quotes: list[str]
+) -> None:
+    assert_tpu_estimator_quotes(name, following, quotes)
+
+
+@pytest.mark.reference_only
+def test_model_fn_gets_the_per_core_batch_on_a_tpu() -> None:
+    source = installed_source(
+        "tensorflow_estimator", "python", "estimator", "tpu", "tpu_context.py"
+    )
+    batch = definition(source, "batch_size_for_model_fn", "def master_job(")
+    assert "return global_batch_size // self.num_replicas" in batch
+    assert (
+        source.index("class _InternalTPUContext(")
+        < source.index("def batch_size_for_model_fn(")
+        < source.index("class _OneCoreTPUContext(")
+    )
+
+
+@pytest.mark.reference_only
+@pytest.mark.parametrize("word", ["transpose_input", "bfloat16"])
+def test_tpu_estimator_has_no_transpose_input_or_bfloat16_setting(word: str) -> None:
+    spec = importlib.util.find_spec("tensorflow_estimator")
+    assert spec is not None and spec.submodule_search_locations
+    folder = Path(spec.submodule_search_locations[0], "python", "estimator", "tpu")
+    sources = sorted(folder.glob("*.py"))
+    assert "tpu_estimator.py" in [path.name for path in sources]
+    assert [path.name for path in sources if word in path.read_text()] == []
+
+
+def test_keras_use_ema_is_not_tf1s_moving_average() -> None:
+    """Keras 3's first update sets the average to the weight; `fit` ends by overwriting the
+    weights with the averages (both generations)."""
+    if KERAS_MAJOR == 2:
+        optimizer = installed_source("keras", "src", "optimizers", "optimizer.py")
+        trainer = installed_source("keras", "src", "engine", "training.py")
+    else:
+        optimizer = installed_source("keras", "src", "optimizers", "base_optimizer.py")
+        trainer = installed_source("keras", "src", "backend", "tensorflow", "trainer.py")
+        update = definition(
+            optimizer,
+            "_update_model_variables_moving_average",
+            "def _overwrite_model_variables_with_average_value(",
+        )
+        assert "not_first_step = ops.not_equal(self.iterations, 0)" in update
+    start = optimizer.index("def finalize_variable_values(")
+    finalize = optimizer[start : optimizer.index(" def ", start + 4)]
+    assert "self._overwrite_model_variables_with_average_value(var_list)" in finalize
+    assert "self.optimizer.finalize_variable_values(" in trainer
