@@ -1,12 +1,13 @@
 """papermill cases for 10_conv_batch_norm (same `Case` as notebook_cases.CASES).
 
 Every good run asserts, inside the notebook, that `Model.fit` and the custom loop, started
-from the TPUEstimator run's `model.ckpt-0`, agree with it (every step's loss within 1e-5, the
-weights and their moving averages within 1e-4, the batch-norm moving statistics within 1e-4
-relative, the evaluation and the served probabilities within 1e-5), that the swapped-layer
-mapping is caught, and that each mismatch it measures (per-replica and synchronized batch
-norm, Keras' momentum) costs what it says. In the reference lane the TensorFlow 1 cells run
-too, and the notebook checks their run against the stored one (fixtures/tf1_conv).
+from the TPUEstimator run's `model.ckpt-0`, agree with it (every step's loss within 1e-5,
+the weights and their moving averages within 1e-4, the batch-norm moving statistics within
+1e-4 relative, the evaluation within 1e-5 and the served probabilities within 1e-4), that
+the swapped-layer mapping is caught, and that each mismatch it measures (per-replica and
+synchronized batch norm, Keras' momentum) costs what it says. In the reference lane the
+TensorFlow 1 cells run too, and the notebook checks their run against the stored one
+(fixtures/tf1_conv).
 """
 
 from __future__ import annotations
