@@ -114,14 +114,15 @@ test: ## the whole test suite: the three lanes, nbval (another CPU) and the site
 	@$(MAKE) --no-print-directory -k -j$(TEST_JOBS) test-keras2 test-keras3
 	@$(MAKE) --no-print-directory check-compat
 
-# make test's two halves, one after the other within each, of about the same length on a
-# 2-core machine: the reference lane is the longest part, so nbval follows it, while the
-# Keras 3 lanes and the site run beside them. Each half goes on when one of its parts fails.
-# The venvs are the halves' prerequisites, so the make that runs both creates them, once each.
-test-keras2: $(STAMP) ## the reference lane, then nbval (half of make test)
+# make test's two halves, of about the same amount of work on a 2-core machine: the
+# reference lane (the longest part) with nbval, and the Keras 3 lanes with the site. The
+# halves' makes share make test's job slots (TEST_JOBS), so a part of one half may start
+# while the other half still runs. Each half goes on when one of its parts fails. The venvs
+# are the halves' prerequisites, so the make that runs both creates them, once each.
+test-keras2: $(STAMP) ## the reference lane and nbval (half of make test)
 	@$(MAKE) --no-print-directory -k test-reference test-nbval
 
-test-keras3: $(CURRENT_STAMP) $(COLAB_STAMP) $(DOCS_STAMP) ## the current and Colab lanes, then the site (half of make test)
+test-keras3: $(CURRENT_STAMP) $(COLAB_STAMP) $(DOCS_STAMP) ## the current and Colab lanes and the site (half of make test)
 	@$(MAKE) --no-print-directory -k test-current test-colab test-docs
 
 check-compat: ## fail if README's compatibility table disagrees with the lanes' last runs
