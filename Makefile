@@ -40,7 +40,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 .PHONY: help run test test-reference test-current test-colab test-docs test-fast test-newest \
 	check-compat check-locks lint hooks record docs compat lock set-repository clean bench \
-	bench-current test-nbval test-keras2 test-keras3
+	bench-current test-nbval test-nbval-current test-keras2 test-keras3
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 18
@@ -107,7 +107,7 @@ $(DOCS_STAMP): requirements-docs.txt pyproject.toml | $(UV_NEEDED)
 	$(call venv,$(DOCS_VENV),requirements-docs.txt)
 	@touch $@
 
-run: $(STAMP) ## execute every notebook with papermill into build/run and summarise
+run: $(STAMP) $(CURRENT_STAMP) ## execute every notebook with papermill into build/run and summarise
 	$(BIN)/python -m tools.run_notebooks --out $(BUILD)/run
 
 test: ## the whole test suite: the three lanes, nbval (another CPU) and the site, two at a time, then the compatibility table
@@ -122,8 +122,8 @@ test: ## the whole test suite: the three lanes, nbval (another CPU) and the site
 test-keras2: $(STAMP) ## the reference lane and nbval (half of make test)
 	@$(MAKE) --no-print-directory -k test-reference test-nbval
 
-test-keras3: $(CURRENT_STAMP) $(COLAB_STAMP) $(DOCS_STAMP) ## the current and Colab lanes and the site (half of make test)
-	@$(MAKE) --no-print-directory -k test-current test-colab test-docs
+test-keras3: $(CURRENT_STAMP) $(COLAB_STAMP) $(DOCS_STAMP) ## the current and Colab lanes, their nbval and the site (half of make test)
+	@$(MAKE) --no-print-directory -k test-current test-nbval-current test-colab test-docs
 
 check-compat: ## fail if README's compatibility table disagrees with the lanes' last runs
 	$(PYTHON) -m tools.compat_table --check
@@ -150,6 +150,18 @@ test-nbval: $(STAMP) ## nbval of every notebook in the reference lane, oneDNN sw
 	  $(BIN)/python -m pytest notebooks --nbval --nbval-current-env \
 	  --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider \
 	  $(call PYTEST_TMP,nbval) $(PYTEST_ARGS) $(call LANE_PREFIX,nbval)
+
+# The notebooks recorded in the current lane (Keras 3 on JAX: tools.project.recording_lane)
+# are compared there. JAX computes with XLA's own CPU kernels, not oneDNN's, which XLA picks
+# by the instruction set as well: XLA_FLAGS=--xla_cpu_max_isa=AVX2 keeps it to AVX2, the
+# stand-in for another CPU on this one (the notebook keeps the flags it finds in XLA_FLAGS).
+OTHER_CPU_CURRENT ?= TF_ENABLE_ONEDNN_OPTS=0 XLA_FLAGS=--xla_cpu_max_isa=AVX2
+test-nbval-current: $(CURRENT_STAMP) ## nbval of the notebooks recorded in the current lane, on another CPU's stand-in
+	@mkdir -p $(BUILD)/pytest
+	env $(OTHER_CPU_CURRENT) TPU_MIGRATION_LANE=current \
+	  $(CURRENT_BIN)/python -m pytest notebooks --nbval --nbval-current-env \
+	  --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider \
+	  $(call PYTEST_TMP,nbval-current) $(PYTEST_ARGS) $(call LANE_PREFIX,nbval-current)
 
 test-current: $(CURRENT_STAMP) ## current lane (newest TF, Keras 3): unit tests, TF2 notebooks, upstream bugs
 	@$(CURRENT_BIN)/python -c 'import tensorflow as tf, keras; print(f"current lane: TensorFlow {tf.__version__}, Keras {keras.__version__}")' 2>/dev/null
@@ -195,7 +207,7 @@ hooks: $(STAMP) ## install the git pre-commit hook (.pre-commit-config.yaml: ruf
 lock: $(UV_STAMP) ## compile the lanes' lock files from their .in files (keeps pins that still fit)
 	$(PYTHON) -m tools.lock --uv $(UV)
 
-record: $(STAMP) ## re-execute the notebooks in place to refresh their committed outputs
+record: $(STAMP) $(CURRENT_STAMP) ## re-execute the notebooks in place to refresh their committed outputs
 	$(BIN)/python -m tools.record_notebooks notebooks/*.ipynb
 
 docs: $(DOCS_STAMP) ## build the site into build/site from the committed notebooks (no execution)

@@ -13,9 +13,14 @@ code cells, from 0), the line, the old and the new text (the first line whose wo
 or each number that moved too far). CONTRIBUTING.md says
 why this design and not a sanitizer.
 
+**The lanes.** Each notebook's outputs come from one lane (`tools.project.recording_lane`):
+nbval in a lane collects only the notebooks recorded there, the others' (Keras 3 on JAX in the
+current lane) are left to that lane's nbval run.
+
 **The records.**
-nbval runs every notebook at its defaults in the reference lane and compares each output with
-the committed one, so a notebook whose cells all pass ran as its committed outputs say: the
+nbval runs every notebook at its defaults in the lane it was recorded in and compares each
+output with the committed one, so a notebook whose cells all pass ran as its committed outputs
+say: the
 runtime line ("Runtime: CPU | MirroredStrategy with 8 replicas ...") tells on what, and with
 how many replicas. The papermill cases therefore need not repeat the defaults, and the
 table (tools.compat_table) still shows them. The records go to build/compat/LANE-nbval.jsonl,
@@ -35,6 +40,7 @@ from pathlib import Path
 import nbformat
 
 from tools.output_compare import compare_text
+from tools.project import recording_lane
 
 ROOT = Path(__file__).resolve().parent
 NOTEBOOK_PASSED: dict[str, bool] = {}
@@ -84,6 +90,14 @@ def pytest_configure(config) -> None:
     if IPyNbCell.compare_outputs is not tolerant_compare_outputs:
         _NBVAL_COMPARE_OUTPUTS = IPyNbCell.compare_outputs
         IPyNbCell.compare_outputs = tolerant_compare_outputs
+
+
+def pytest_ignore_collect(collection_path, config) -> bool | None:
+    """Under nbval, leave out the notebooks that another lane records (None: pytest decides)."""
+    if not (config.getoption("nbval", False) and collection_path.suffix == ".ipynb"):
+        return None
+    lane = os.environ.get("TPU_MIGRATION_LANE", "reference")
+    return True if recording_lane(collection_path) != lane else None
 
 
 def pytest_runtest_logreport(report) -> None:

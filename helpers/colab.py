@@ -8,6 +8,10 @@ calls `prepare()`; outside Colab the cell does nothing. What Colab needs differs
   `runtime.choose` and `TPUClusterResolver` use the TPU attached to the VM.
 - CPU and GPU runtimes come with TensorFlow: the notebook uses it, and only missing packages
   are installed.
+- The Keras 3 on JAX notebook (`jax=True`) runs on JAX, which Colab's images are built around,
+  and uses TensorFlow's CPU build only to read the TF1 checkpoint and SavedModel and to serve
+  its export: what is missing of JAX (with its TPU library on a TPU runtime), Keras 3 and
+  that TensorFlow is installed. This path has not run on a Colab runtime.
 - The TF1 notebook cannot run on Colab at all (TensorFlow 2.15, the last release with
   `tf.estimator`, has no wheels for Colab's Python): nothing is installed, and the reason is
   printed; the notebook's next cell stops with the same explanation.
@@ -35,6 +39,12 @@ TENSORFLOW_VERSION = "2.20.0"
 TPU_PACKAGES = (f"tensorflow-tpu=={TENSORFLOW_VERSION}", "libtpu~=0.0.14")
 # What the TF2 notebooks import besides TensorFlow (Colab's CPU/GPU images have them all).
 NOTEBOOK_PACKAGES = {"matplotlib": "matplotlib", "tensorboard": "tensorboard"}
+# The Keras 3 on JAX notebook: JAX for the TPU (jax[tpu] brings libtpu), Keras 3, and the CPU
+# build of TensorFlow, which coexists with JAX's TPU library (tensorflow-tpu would claim the
+# TPU as well).
+JAX_TPU_PACKAGE = "jax[tpu]"
+KERAS_3_PACKAGE = "keras>=3"
+TENSORFLOW_CPU_PACKAGE = f"tensorflow-cpu=={TENSORFLOW_VERSION}"
 
 
 @dataclass(frozen=True)
@@ -59,12 +69,17 @@ def plan(
     probe: Probe | None = None,
     *,
     tf1: bool = False,
+    jax: bool = False,
     is_installed: Callable[[str], bool] = installed,
+    keras_major: Callable[[], int | None] | None = None,
 ) -> Plan:
-    """Decide what this runtime needs for a TF2 notebook (or, with tf1=True, the TF1 one)."""
+    """Decide what this runtime needs for a TF2 notebook (with tf1=True the TF1 one, with
+    jax=True the Keras 3 on JAX one)."""
     probe = probe or Probe()
     if not probe.in_colab():
         return Plan(notes=("Not running in Colab: nothing to install.",))
+    if jax:
+        return _jax_plan(probe, is_installed, keras_major or installed_keras_major)
     if tf1:
         python = ".".join(map(str, sys.version_info[:2]))
         return Plan(
@@ -97,9 +112,35 @@ def plan(
     return Plan((missing,) if missing else (), {}, (note,))
 
 
-def prepare(*, tf1: bool = False) -> Plan:
+def installed_keras_major() -> int | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return int(version("keras").split(".")[0])
+    except PackageNotFoundError:
+        return None
+
+
+def _jax_plan(
+    probe: Probe, is_installed: Callable[[str], bool], keras_major: Callable[[], int | None]
+) -> Plan:
+    tpu = find_tpu(probe)
+    on_tpu = tpu is not None and tpu.resolver_arg == "local"
+    wanted = [
+        ("jax", JAX_TPU_PACKAGE if on_tpu else "jax", is_installed("jax")),
+        ("keras", KERAS_3_PACKAGE, is_installed("keras") and (keras_major() or 0) >= 3),
+        ("tensorflow", TENSORFLOW_CPU_PACKAGE, is_installed("tensorflow")),
+        *((module, pkg, is_installed(module)) for module, pkg in NOTEBOOK_PACKAGES.items()),
+    ]
+    missing = tuple(pkg for _, pkg, present in wanted if not present)
+    where = f"Colab TPU runtime ({tpu.evidence})" if on_tpu else "Colab CPU/GPU runtime"
+    note = f"{where}: installing {', '.join(missing)}." if missing else f"{where}: all present."
+    return Plan((missing,) if missing else (), {}, (note,))
+
+
+def prepare(*, tf1: bool = False, jax: bool = False) -> Plan:
     """Carry out `plan()`: print why, run the installs, set the environment."""
-    todo = plan(tf1=tf1)
+    todo = plan(tf1=tf1, jax=jax)
     for note in todo.notes:
         print(note)
     for command in todo.pip_commands():

@@ -119,3 +119,14 @@ def tensorflow_gpus() -> list[str]:
     import tensorflow as tf
 
     return [device.name for device in tf.config.list_physical_devices("GPU")]
+
+
+def nvidia_gpus(root: Path = Path("/")) -> list[str]:
+    """NVIDIA GPU device files (`/dev/nvidia0`, ...), for runtimes that must not ask
+    TensorFlow (the Keras 3 on JAX notebook chooses its runtime before JAX or TensorFlow
+    starts)."""
+    return sorted(
+        "/" + str(path.relative_to(root))
+        for path in root.glob("dev/nvidia[0-9]*")
+        if path.name[len("nvidia") :].isdigit()
+    )

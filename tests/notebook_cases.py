@@ -12,7 +12,9 @@ Bad parameters stop in `helpers.params` before any TensorFlow call, so
 they run in the reference lane only (the unit tests of `helpers.params` and the one-line
 rendering test run in every lane); a case whose error depends on the TensorFlow version
 names its lanes. The Colab lane (the TF that helpers.colab installs, Keras 3 like the current
-lane) runs each notebook once at its defaults, as a Colab user opens it.
+lane) runs each notebook once at its defaults, as a Colab user opens it. The Keras 3 on JAX
+notebook is recorded in the current lane, where nbval runs its defaults and its good cases
+run (notebook_cases_11).
 """
 
 from __future__ import annotations
@@ -209,5 +211,6 @@ from notebook_cases_04 import CASES_04  # noqa: E402 (uses Case from this module
 from notebook_cases_05 import CASES_05  # noqa: E402
 from notebook_cases_09 import CASES_09  # noqa: E402
 from notebook_cases_10 import CASES_10  # noqa: E402
+from notebook_cases_11 import CASES_11  # noqa: E402
 
-CASES += CASES_04 + CASES_05 + CASES_09 + CASES_10
+CASES += CASES_04 + CASES_05 + CASES_09 + CASES_10 + CASES_11

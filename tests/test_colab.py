@@ -84,6 +84,44 @@ def test_tf1_notebook_on_colab_installs_nothing_and_says_why(machine):
     assert "Python 3.11" in todo.notes[0] and "make run" in todo.notes[0]
 
 
+def test_the_jax_notebook_on_a_colab_tpu_gets_jax_for_the_tpu_keras_3_and_tensorflow_cpu(machine):
+    in_colab(machine).add_file("dev/vfio/0")
+    todo = colab.plan(machine.probe(), jax=True, is_installed=nothing_installed)
+    assert todo.installs == (
+        (
+            "jax[tpu]",
+            "keras>=3",
+            f"tensorflow-cpu=={colab.TENSORFLOW_VERSION}",
+            "matplotlib",
+            "tensorboard",
+        ),
+    )
+    assert dict(todo.environment) == {} and "/dev/vfio/0" in todo.notes[0]
+
+
+def test_the_jax_notebook_on_a_colab_tpu_with_jax_installs_only_tensorflow_cpu(machine):
+    in_colab(machine).add_file("dev/accel0")
+    todo = colab.plan(
+        machine.probe(),
+        jax=True,
+        is_installed=lambda module: module != "tensorflow",
+        keras_major=lambda: 3,
+    )
+    assert todo.installs == ((f"tensorflow-cpu=={colab.TENSORFLOW_VERSION}",),)
+
+
+def test_the_jax_notebook_replaces_keras_2_and_installs_nothing_else_where_all_is_there(machine):
+    in_colab(machine)
+    keras_2 = colab.plan(
+        machine.probe(), jax=True, is_installed=everything_installed, keras_major=lambda: 2
+    )
+    assert keras_2.installs == (("keras>=3",),)
+    keras_3 = colab.plan(
+        machine.probe(), jax=True, is_installed=everything_installed, keras_major=lambda: 3
+    )
+    assert keras_3.installs == () and "all present" in keras_3.notes[0]
+
+
 def test_the_colab_lane_pins_the_tensorflow_that_the_colab_setup_installs():
     requirements = (ROOT / "requirements-colab.txt").read_text()
     pins = re.findall(r"^tensorflow==(\S+)$", requirements, flags=re.MULTILINE)

@@ -13,6 +13,7 @@ should.
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -115,11 +116,14 @@ def execute(
     parameters: dict[str, Any] | None = None,
     cwd: Path | None = None,
     timeout_s: int = 1200,
+    kernel_venv: Path | None = None,
 ) -> Outcome:
     """Run `source` with papermill into `output` (written even when a cell fails).
 
     Like Colab's "Run all": the `raises-exception` tag is ignored and execution stops at the
-    first cell that ends in an error.
+    first cell that ends in an error. The kernel is this Python's `python3` kernel, or with
+    `kernel_venv` the one registered in that virtual environment (its folder goes first on
+    JUPYTER_PATH for the run, so its `python3` kernel is found first).
     """
     import papermill
 
@@ -127,6 +131,31 @@ def execute(
     work_dir = cwd or output.parent
     work_dir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
+    with kernel_of(kernel_venv):
+        return _execute(papermill, source, output, parameters, work_dir, timeout_s, started)
+
+
+@contextlib.contextmanager
+def kernel_of(venv: Path | None):
+    """Make `venv`'s registered `python3` kernel the one papermill finds, for the block."""
+    if venv is None:
+        yield
+        return
+    kernels = venv / "share" / "jupyter"
+    if not (kernels / "kernels" / "python3" / "kernel.json").is_file():
+        raise FileNotFoundError(f"{venv} has no python3 kernel: create it with `make run`")
+    before = os.environ.get("JUPYTER_PATH")
+    os.environ["JUPYTER_PATH"] = os.pathsep.join(filter(None, [str(kernels), before]))
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("JUPYTER_PATH", None)
+        else:
+            os.environ["JUPYTER_PATH"] = before
+
+
+def _execute(papermill, source, output, parameters, work_dir, timeout_s, started) -> Outcome:
     try:
         papermill.execute_notebook(
             str(source),

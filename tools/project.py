@@ -34,3 +34,15 @@ def colab_url(notebook_name: str, slug: str | None = None) -> str:
 
 def notebook_paths() -> list[Path]:
     return sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+
+
+# The lane each notebook's committed outputs come from, and that `make run` runs it in: the
+# reference lane (TF 2.15, Keras 2), except the notebooks that need what only the current
+# lane has (Keras 3 with JAX).
+CURRENT_LANE_NOTEBOOKS = ("11_keras3_jax.ipynb",)
+LANE_VENVS = {"reference": ROOT / ".venv", "current": ROOT / ".venv-current"}
+
+
+def recording_lane(notebook: Path | str) -> str:
+    """'current' for the notebooks recorded in the current lane, else 'reference'."""
+    return "current" if Path(notebook).name in CURRENT_LANE_NOTEBOOKS else "reference"

@@ -1,7 +1,9 @@
 """`make record`: re-execute notebooks in place so their committed outputs are current.
 
 The committed outputs are the regression reference that nbval compares against, so they must
-come from a clean run of this command in the reference lane, never from hand edits. A
+come from a clean run of this command, never from hand edits. Each notebook runs in the kernel
+of the lane its outputs come from (`tools.project.recording_lane`: the reference lane, or the
+current lane for the Keras 3 on JAX notebook). A
 notebook is only replaced when its run passed, which means every cell ran and none ended in
 an error, whatever its tags (tools.nbexec runs it as Colab's "Run all" does), and when it
 left no stderr output (log noise that nbval cannot compare); otherwise the committed version
@@ -19,6 +21,7 @@ from pathlib import Path
 import nbformat
 
 from tools.nbexec import execute
+from tools.project import LANE_VENVS, recording_lane
 
 RUN_METADATA_KEYS = ("papermill", "execution")
 
@@ -48,7 +51,8 @@ def main(argv: list[str] | None = None) -> int:
             source = source.resolve()
             executed = Path(scratch) / source.name
             print(f"recording {source.name} ...", flush=True)
-            outcome = execute(source, executed, cwd=Path(scratch) / source.stem)
+            venv = LANE_VENVS[recording_lane(source)]
+            outcome = execute(source, executed, cwd=Path(scratch) / source.stem, kernel_venv=venv)
             stderr = strip_run_metadata(executed) if executed.exists() else []
             if not outcome.passed or stderr:
                 failures += 1

@@ -5,6 +5,9 @@ folder, so files a notebook writes (checkpoints, exported models) land in the bu
 A notebook runs as Colab's "Run all" runs it (tools.nbexec): tags are ignored, it stops at
 the first cell that ends in an error, and it passes only when every cell ran without one.
 Every notebook runs even when an earlier one fails; the exit status says whether all passed.
+Each runs in the kernel of the lane its committed outputs come from
+(`tools.project.recording_lane`): the reference lane's, or for the Keras 3 on JAX notebook the
+current lane's.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import sys
 from pathlib import Path
 
 from tools.nbexec import execute
-from tools.project import ROOT, notebook_paths
+from tools.project import LANE_VENVS, ROOT, notebook_paths, recording_lane
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -27,7 +30,10 @@ def main(argv: list[str] | None = None) -> int:
     outcomes = []
     for number, source in enumerate(sources, start=1):
         print(f"[{number}/{len(sources)}] running {source.name} ...", flush=True)
-        outcome = execute(source, out / source.name, cwd=out / "work" / source.stem)
+        venv = LANE_VENVS[recording_lane(source)]
+        outcome = execute(
+            source, out / source.name, cwd=out / "work" / source.stem, kernel_venv=venv
+        )
         print("      " + outcome.summary(), flush=True)
         outcomes.append(outcome)
     passed = sum(outcome.passed for outcome in outcomes)
