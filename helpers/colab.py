@@ -8,10 +8,10 @@ calls `prepare()`; outside Colab the cell does nothing. What Colab needs differs
   `runtime.choose` and `TPUClusterResolver` use the TPU attached to the VM.
 - CPU and GPU runtimes come with TensorFlow: the notebook uses it, and only missing packages
   are installed.
-- The Keras 3 on JAX notebook (`jax=True`) runs on JAX, which Colab's images are built around,
-  and uses TensorFlow's CPU build only to read the TF1 checkpoint and SavedModel and to serve
-  its export: what is missing of JAX (with its TPU library on a TPU runtime), Keras 3 and
-  that TensorFlow is installed. This path has not run on a Colab runtime.
+- The Keras 3 on JAX notebook (`jax=True`) trains on JAX and uses TensorFlow only to read
+  the TF1 checkpoint and SavedModel and to serve its export: what is missing of JAX (with its
+  TPU library on a TPU runtime), Keras 3 and TensorFlow (as `tensorflow-cpu`, where none is
+  installed) is installed. This path has not run on a Colab runtime.
 - The TF1 notebook cannot run on Colab at all (TensorFlow 2.15, the last release with
   `tf.estimator`, has no wheels for Colab's Python): nothing is installed, and the reason is
   printed; the notebook's next cell stops with the same explanation.
@@ -40,8 +40,7 @@ TPU_PACKAGES = (f"tensorflow-tpu=={TENSORFLOW_VERSION}", "libtpu~=0.0.14")
 # What the TF2 notebooks import besides TensorFlow (Colab's CPU/GPU images have them all).
 NOTEBOOK_PACKAGES = {"matplotlib": "matplotlib", "tensorboard": "tensorboard"}
 # The Keras 3 on JAX notebook: JAX for the TPU (jax[tpu] brings libtpu), Keras 3, and the CPU
-# build of TensorFlow, which coexists with JAX's TPU library (tensorflow-tpu would claim the
-# TPU as well).
+# build of TensorFlow where none is installed: TensorFlow only reads files and serves there.
 JAX_TPU_PACKAGE = "jax[tpu]"
 KERAS_3_PACKAGE = "keras>=3"
 TENSORFLOW_CPU_PACKAGE = f"tensorflow-cpu=={TENSORFLOW_VERSION}"
