@@ -97,6 +97,29 @@ def test_quick_run_writes_a_markdown_table_and_json(tmp_path):
     assert "| workload | replicas | path | steps/call | steps/s |" in markdown
 
 
+@pytest.mark.tensorflow
+def test_a_quick_keras_3_on_jax_worker_measures_both_paths_on_two_devices():
+    """`make bench-current`'s JAX rows (tools.bench_jax), in the lane that has JAX: about 15 s."""
+    from tools import bench_jax
+
+    if not bench_jax.available():
+        pytest.skip("no JAX and Keras 3 in this lane: its JAX rows run in the current lane")
+    command = [sys.executable, "-m", "tools.bench", "--jax-worker", "2", "--quick"]
+    done = subprocess.run(
+        command, env=bench_jax.environment(2), capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["runtime"].startswith("CPU, 2 JAX device(s), JAX ")
+    measured = {(row["workload"], row["path"], row["steps_per_call"]) for row in result["rows"]}
+    for workload, calls in bench.settings(quick=True)["calls"].items():
+        for path in (bench_jax.FIT, bench_jax.LOOP):
+            assert {(workload, path, n) for n in calls} <= measured
+    assert all(row["steps_per_s"] > 0 and row["replicas"] == 2 for row in result["rows"])
+    report = bench.combine([result, {"runtime": "CPU", "rows": [], "matmul_flops": None}])
+    assert any("Keras 3 on JAX rows" in note for note in report["notes"])
+
+
 MATMUL_FLOPS_OF_A_STEP = """
 import json
 from helpers.quiet import quiet_logs

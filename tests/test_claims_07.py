@@ -14,11 +14,17 @@ import sys
 from pathlib import Path
 
 import pytest
-from support import code_cell
+from support import LANE, code_cell
 
 from helpers import cluster
 
-pytestmark = pytest.mark.tensorflow  # each run starts two TensorFlow processes
+# Each run starts two TensorFlow processes (about a minute): the reference lane runs it with
+# Keras 2 and the current lane with Keras 3 and the newest TensorFlow; the Colab lane, Keras 3
+# as well, runs notebook 07 itself at its defaults, whose workers all save.
+pytestmark = [
+    pytest.mark.tensorflow,
+    pytest.mark.skipif(LANE == "colab", reason="Keras 3's workers run in the current lane"),
+]
 
 # A worker of notebook 07's kind: two workers, one replica each; only the chief saves.
 CHIEF_SAVES_ALONE = """

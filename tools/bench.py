@@ -13,8 +13,11 @@ without drop_remainder (which here only leaves the batch size unknown: the data 
 before it is batched, so no batch is partial). Every figure describes the machine it ran on
 (the runtime line says which); 8 replicas are virtual CPU devices.
 Each replica count (1 and 8) runs in its own process (virtual CPU devices are fixed at
-TensorFlow's start). Writes bench.md and bench.json to build/bench/ unless --out says
-otherwise.
+TensorFlow's start). Where JAX and Keras 3 are installed (the current lane: `make
+bench-current`), the same workloads also run on Keras 3's JAX backend, `Model.fit` and a
+`jax.lax.scan` custom loop on 1 and 8 JAX devices (`tools.bench_jax`), in processes of their
+own, with their ratios to TensorFlow's fastest custom loop of the same run. Writes bench.md
+and bench.json to build/bench/ unless --out says otherwise.
 """
 
 from __future__ import annotations
@@ -358,16 +361,16 @@ def combine(results: list[dict]) -> dict:
         group = [
             r for r in rows if (r["workload"], r["replicas"]) == (row["workload"], row["replicas"])
         ]
-        best = max(r["steps_per_s"] for r in group if r["path"] == "custom loop")
+        loops = [r["steps_per_s"] for r in group if r["path"] == "custom loop"]
         rates = {
             "row": row["steps_per_s"],
-            "loop": best,
+            **({"loop": max(loops)} if loops else {}),
             **({"estimator": baseline} if baseline else {}),
         }
         row["vs_estimator"] = (
             ratios(rates, "estimator")["row"] if baseline and row["workload"] == "tiny" else None
         )
-        row["vs_best_loop"] = ratios(rates, "loop")["row"]
+        row["vs_best_loop"] = ratios(rates, "loop")["row"] if loops else None
         dtype = "bfloat16" if "bfloat16" in row["path"] else "float32"
         row["flops_fraction"] = (
             row["examples_per_s"] * MLP_FLOPS_PER_EXAMPLE / flops[dtype]
@@ -375,6 +378,14 @@ def combine(results: list[dict]) -> dict:
             else None
         )
     notes = []
+    if not any(r["path"].startswith("Keras 3 on JAX") for r in rows):
+        notes.append("No Keras 3 on JAX rows: this Python has no JAX (make bench-current has).")
+    else:
+        notes.append(
+            "Keras 3 on JAX rows: 'x best loop' is the ratio to the fastest TensorFlow custom "
+            "loop of the same workload and device count in this run; the JAX loop's batches "
+            "sit on the devices before the timing (TensorFlow's loop reads its iterator)."
+        )
     if baseline is None:
         notes.append("No TPUEstimator rows: TensorFlow 2.16 and later have no tf.estimator.")
     if any(r["replicas"] > 1 for r in rows) and compat.keras_major() >= 3:
@@ -401,7 +412,7 @@ def markdown(report: dict) -> str:
             "steps/s": r["steps_per_s"],
             "examples/s": r["examples_per_s"],
             "x TPUEstimator": r["vs_estimator"] or "",
-            "x best loop": r["vs_best_loop"],
+            "x best loop": r["vs_best_loop"] or "",
             "of matmul FLOP/s": r["flops_fraction"] or "",
         }
         for r in report["rows"]
@@ -423,6 +434,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="a short run, for the tests")
     parser.add_argument("--out", type=Path, default=ROOT / "build" / "bench")
     parser.add_argument("--worker", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--jax-worker", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     if args.worker:
@@ -430,19 +442,22 @@ def main(argv: list[str] | None = None) -> int:
             result = worker(args.worker, args.quick, Path(model_dir))
         print(json.dumps(result))
         return 0
+    if args.jax_worker:
+        from tools import bench_jax
+
+        print(json.dumps(bench_jax.worker(args.jax_worker, args.quick)))
+        return 0
+    from tools import bench_jax
+
+    runs = [("--worker", n, {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+            for n in settings(args.quick)["replicas"]]  # fmt: skip
+    if bench_jax.available():
+        runs += [("--jax-worker", n, bench_jax.environment(n))
+                 for n in settings(args.quick)["replicas"]]  # fmt: skip
     results = []
-    for replicas in settings(args.quick)["replicas"]:
-        command = [
-            sys.executable,
-            "-m",
-            "tools.bench",
-            "--worker",
-            str(replicas),
-            "--out",
-            str(args.out),
-        ]
+    for flag, replicas, env in runs:
+        command = [sys.executable, "-m", "tools.bench", flag, str(replicas), "--out", str(args.out)]
         command += ["--quick"] if args.quick else []
-        env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
         done = subprocess.run(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
         if done.returncode:
             return done.returncode
