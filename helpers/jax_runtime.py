@@ -15,6 +15,9 @@ TensorFlow.
 from __future__ import annotations
 
 import importlib.util
+import json
+import subprocess
+import sys
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
@@ -123,3 +126,31 @@ def compact(devices: list[Any]) -> str:
     if len(platforms) == 1 and ids == list(range(ids[0], ids[0] + len(ids))):
         return f"{platforms.pop()}:{ids[0]}" + (f"-{ids[-1]}" if len(ids) > 1 else "")
     return ", ".join(f"{device.platform}:{device.id}" for device in devices)
+
+
+class ScriptFailedError(FriendlyError, RuntimeError):
+    """A script run in a process of its own failed or printed no JSON result."""
+
+
+def run_script(script: str, timeout_s: float = 600.0) -> Any:
+    """Run `script` in a new Python process (this one's interpreter) and return the JSON value
+    of its last output line.
+
+    Keras chooses its backend once per process, so the same Keras code runs on another backend
+    only in another process. What the script writes to stderr is kept out of the notebook,
+    except its last line when it fails.
+    """
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, timeout=timeout_s
+        )
+    except subprocess.TimeoutExpired:
+        raise ScriptFailedError(f"the script did not finish within {timeout_s:.0f} s") from None
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise ScriptFailedError(f"the script ended with exit status {done.returncode}: {last}")
+    try:
+        return json.loads(lines[-1])
+    except json.JSONDecodeError:
+        raise ScriptFailedError(f"the script's last line is not JSON: {lines[-1][:200]}") from None

@@ -80,3 +80,14 @@ def test_each_lane_has_keras_3_with_jax_or_says_in_one_line_what_is_missing():
         jax_runtime.require_keras_on_jax()
     assert f"Keras {version('keras')} and no JAX" in str(error.value)
     assert len(str(error.value).splitlines()) == 1
+
+
+def test_a_script_in_its_own_process_gives_back_its_last_line_as_json():
+    assert jax_runtime.run_script('print("noise")\nprint(\'{"answer": 42}\')') == {"answer": 42}
+
+
+def test_a_failing_script_says_how_in_one_line():
+    with pytest.raises(jax_runtime.ScriptFailedError, match="exit status 1: ZeroDivisionError"):
+        jax_runtime.run_script("1 / 0")
+    with pytest.raises(jax_runtime.ScriptFailedError, match="not JSON: done"):
+        jax_runtime.run_script('print("done")')
