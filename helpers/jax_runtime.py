@@ -22,7 +22,7 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from helpers.errors import FriendlyError, RuntimeUnavailableError
-from helpers.runtime import Choice
+from helpers.runtime import Choice, runtime_line
 
 HOST_DEVICE_FLAG = "--xla_force_host_platform_device_count"
 PLATFORMS = {"TPU": "tpu", "GPU": "gpu", "CPU": "cpu"}  # runtime kind -> jax.Device.platform
@@ -104,18 +104,14 @@ def describe(devices: list[Any], choice: Choice, distribution: Any) -> str:
     import jax
     import keras
 
-    replicas = len(devices)
-    reason = choice.reason
-    if choice.kind == "CPU":
-        reason += (
-            f"; {replicas} XLA host devices stand in for TPU cores"
-            if replicas > 1
-            else "; one CPU device"
-        )
-    return (
-        f"Runtime: {choice.kind} | {type(distribution).__name__} with {replicas} "
-        f"replica{'s' if replicas != 1 else ''} on {compact(devices)} | "
-        f"JAX {jax.__version__}, Keras {keras.__version__} | {reason}"
+    return runtime_line(
+        choice,
+        type(distribution).__name__,
+        len(devices),
+        compact(devices),
+        f"JAX {jax.__version__}, Keras {keras.__version__}",
+        stand_ins="XLA host devices",
+        one_device="one CPU device",
     )
 
 

@@ -96,18 +96,38 @@ def describe(strategy: Any, choice: Choice) -> str:
         devices = tuple(strategy.extended.worker_devices)
     except RuntimeError:  # the default strategy runs on TensorFlow's default device
         devices = (tf.config.list_logical_devices()[0].name,)
-    replicas = strategy.num_replicas_in_sync
+    return runtime_line(
+        choice,
+        type(strategy).__name__,
+        strategy.num_replicas_in_sync,
+        compact_devices(devices),
+        f"TensorFlow {tf.__version__}, Keras {keras_version()}",
+        stand_ins="virtual CPU devices",
+        one_device="one CPU device, TensorFlow's default strategy",
+    )
+
+
+def runtime_line(
+    choice: Choice,
+    runner: str,
+    replicas: int,
+    devices: str,
+    versions: str,
+    stand_ins: str,
+    one_device: str,
+) -> str:
+    """The one line every notebook prints about its runtime (`Runtime: KIND | RUNNER with N
+    replicas on DEVICES | VERSIONS | why`); the compatibility records parse it."""
     reason = choice.reason
     if choice.kind == "CPU":
         reason += (
-            f"; {replicas} virtual CPU devices stand in for TPU cores"
+            f"; {replicas} {stand_ins} stand in for TPU cores"
             if replicas > 1
-            else "; one CPU device, TensorFlow's default strategy"
+            else f"; {one_device}"
         )
     return (
-        f"Runtime: {choice.kind} | {type(strategy).__name__} with {replicas} "
-        f"replica{'s' if replicas != 1 else ''} on {compact_devices(devices)} | "
-        f"TensorFlow {tf.__version__}, Keras {keras_version()} | {reason}"
+        f"Runtime: {choice.kind} | {runner} with {replicas} "
+        f"replica{'s' if replicas != 1 else ''} on {devices} | {versions} | {reason}"
     )
 
 

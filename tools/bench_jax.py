@@ -13,7 +13,10 @@ notebook 11:
   call): the row measures the compiled steps and the call, not an input pipeline. Each call
   waits for the one before.
 
-Rows carry the same keys as `tools.bench`'s, with paths that start "Keras 3 on JAX", so
+`Model.fit` is `tools.bench.fit_rate` itself, and both paths build `tools.bench.build`'s
+models: in this process `tf.keras` is Keras 3 on the JAX backend, and the `DataParallel`
+distribution takes the place of the strategy (both have `scope()`). Rows carry the same keys
+as `tools.bench`'s, with paths that start "Keras 3 on JAX", so
 `tools.bench.combine` gives them the same ratios: to the fastest TensorFlow custom loop of
 the same workload and device count, measured in the same run.
 """
@@ -49,44 +52,13 @@ def environment(replicas: int) -> dict[str, str]:
     return {**os.environ, "KERAS_BACKEND": "jax", "XLA_FLAGS": flags, "TF_CPP_MIN_LOG_LEVEL": "2"}
 
 
-def build(keras, kind):
-    """The workloads of `tools.bench.build`, in Keras 3's own API."""
-    if kind == "tiny":
-        model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
-        return model, keras.optimizers.Adagrad(0.05), keras.losses.MeanSquaredError()
-    layers = [keras.layers.Dense(n, activation="relu") for n in bench.MLP_UNITS[1:-1]]
-    model = keras.Sequential([keras.Input((784,)), *layers, keras.layers.Dense(10)])
-    loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    return model, keras.optimizers.SGD(0.01), loss
-
-
-def fit_rate(keras, kind, dataset, spe, steps, repeats, window):
-    model, optimizer, loss = build(keras, kind)
-    model.compile(optimizer=optimizer, loss=loss, steps_per_execution=spe)
-    durations = []
-
-    class EpochTimes(keras.callbacks.Callback):
-        def on_epoch_begin(self, epoch, logs=None):
-            self.start = time.perf_counter()
-
-        def on_epoch_end(self, epoch, logs=None):
-            durations.append(time.perf_counter() - self.start)
-
-    def run(epochs, steps, callbacks=()):
-        model.fit(dataset, epochs=epochs, steps_per_epoch=steps, callbacks=callbacks, verbose=0)
-
-    steps = bench.calibrated(lambda: run(1, steps), steps, spe, window)
-    run(repeats, steps, [EpochTimes()])
-    return bench.steps_per_second(steps, durations), steps
-
-
-def loop_rate(jax, keras, kind, batch, per_call, steps, repeats, window):
+def loop_rate(jax, tf, kind, batch, per_call, steps, repeats, window):
     """N steps per `jax.jit` call over batches placed on the devices once."""
     import numpy as np
     from jax.sharding import NamedSharding
     from jax.sharding import PartitionSpec as P
 
-    model, optimizer, loss_fn = build(keras, kind)
+    model, optimizer, loss_fn = bench.build(tf, kind)
     optimizer.build(model.trainable_variables)
 
     def loss_and_updates(trainable, non_trainable, x, y):
@@ -154,7 +126,8 @@ def worker(replicas: int, quick: bool) -> dict:
 
     s, rows = bench.settings(quick, replicas), []
     keras.utils.set_random_seed(0)
-    keras.distribution.set_distribution(keras.distribution.DataParallel(devices=jax.devices()))
+    distribution = keras.distribution.DataParallel(devices=jax.devices())
+    keras.distribution.set_distribution(distribution)
     batches = {"tiny": bench.TINY_BATCH, "mlp": bench.MLP_BATCH}
     datasets = {"tiny": bench.tiny_dataset(tf, bench.TINY_BATCH), "mlp": bench.mlp_dataset(tf)}
     for workload in ("tiny", "mlp"):
@@ -162,12 +135,13 @@ def worker(replicas: int, quick: bool) -> dict:
             for n in s["calls"][workload]:
                 probe = max(s["probe"][workload], n)
                 if path == FIT:
-                    measured = fit_rate(
-                        keras, workload, datasets[workload], n, probe, s["repeats"], s["window"]
-                    )
+                    measured = bench.fit_rate(
+                        tf, distribution, workload, datasets[workload], n, probe,
+                        s["repeats"], s["window"],
+                    )  # fmt: skip
                 else:
                     measured = loop_rate(
-                        jax, keras, workload, stacked_batches(workload), n, probe,
+                        jax, tf, workload, stacked_batches(workload), n, probe,
                         s["repeats"], s["window"],
                     )  # fmt: skip
                 rate, steps = measured
