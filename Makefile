@@ -38,7 +38,7 @@ SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 
 .DEFAULT_GOAL := help
-.PHONY: help run test test-reference test-current test-colab test-docs test-fast test-newest \
+.PHONY: help device-wheels run test test-reference test-current test-colab test-docs test-fast test-newest \
 	check-compat check-locks lint hooks record docs compat lock set-repository clean bench \
 	bench-current test-nbval test-nbval-current test-keras2 test-keras3
 
@@ -222,6 +222,16 @@ bench: $(STAMP) ## training steps/s by steps per call (TPUEstimator, Model.fit, 
 
 bench-current: $(CURRENT_STAMP) ## the same benchmark in the current lane (Keras 3, no TPUEstimator): build/bench-current/
 	$(CURRENT_BIN)/python -m tools.bench --out $(BUILD)/bench-current
+
+# What Keras 3 needs that the lent GPU machine's image (Python 3.12, JAX with CUDA) lacks, at the
+# current lock's versions: tools/device_run.py's docstring has the command that runs there.
+DEVICE_WHEELS := keras namex optree
+
+device-wheels: $(UV_STAMP) ## wheels for notebook 11 on the lent GPU machine (tools/device_run.py), in .whl/
+	$(TOOLS_VENV)/bin/python -m pip download -q --no-deps --only-binary=:all: -d .whl \
+	  --python-version 3.12 --implementation cp --platform manylinux_2_28_x86_64 \
+	  --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+	  $(foreach p,$(DEVICE_WHEELS),$(shell grep -m1 '^$(p)==' requirements-current.txt | cut -d' ' -f1))
 
 set-repository: $(STAMP) ## point Colab links at another GitHub repository: SLUG=owner/name
 	$(BIN)/python -m tools.set_repository $(SLUG)

@@ -55,6 +55,20 @@ def require_keras_on_jax() -> None:
     )
 
 
+def tensorflow_installed() -> bool:
+    """Whether TensorFlow can be imported here, found without importing it: a JAX runtime (a
+    GPU machine with JAX alone, say) may have none, and the notebook then skips what needs it."""
+    return importlib.util.find_spec("tensorflow") is not None
+
+
+def without_tensorflow(what: str) -> str:
+    """The one line a cell prints in place of `what` when TensorFlow is not installed."""
+    return (
+        f"skipped: {what} needs TensorFlow, which this runtime does not have "
+        "(pip install tensorflow-cpu runs it here too)"
+    )
+
+
 def check_backend(keras: Any) -> None:
     """Raise if Keras runs on another backend: KERAS_BACKEND is read at Keras' first import."""
     backend = keras.backend.backend()

@@ -18,6 +18,7 @@ Jupyter; a TF_CPP_MIN_LOG_LEVEL that is already set is respected.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import logging
 import os
 import sys
@@ -51,6 +52,8 @@ def quiet_logs(enabled: bool | None = None) -> bool:
     warnings.filterwarnings("ignore", category=DeprecationWarning)
     warnings.filterwarnings("ignore", category=FutureWarning)
 
+    if importlib.util.find_spec("tensorflow") is None:  # a JAX-only runtime: nothing to quiet
+        return True
     with stderr_silenced():  # newer TF logs through absl before any log level applies
         import absl.logging
         import tensorflow as tf

@@ -3,6 +3,7 @@ ignored, the first error stops the run and fails it), and re-pointing the reposi
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -12,7 +13,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 from support import ROOT
 
-from tools.compat_table import LANES, table
+from tools.compat_table import LANES, read_records, table
 from tools.nbexec import PAPERMILL_MARKER_TAG, RAISES_EXCEPTION_TAG, execute, inspect
 from tools.set_repository import rewrite
 
@@ -166,6 +167,28 @@ def test_compatibility_table_has_a_column_per_lane_and_names_every_runtime_in_it
         "| CPU, GPU, TPU: not verified |"
     )
     assert "the Colab lane (TensorFlow 2.20.0, Keras 3.15.1)" in table(records)
+
+
+def test_a_committed_device_run_fills_its_runtime_and_says_where_it_came_from(tmp_path):
+    """tools.device_run's line (notebook 11 on a lent GPU, no TensorFlow) lands in the table."""
+    lane = {"notebook": "11_keras3_jax.ipynb", "lane": "current", "kind": "CPU", "replicas": 8}
+    lane |= {"expected_error": None, "passed": True, "tensorflow": "2.21.0", "keras": "3.15.1"}
+    device = {**lane, "kind": "GPU", "replicas": 1, "tensorflow": None, "jax": "0.11.2"}
+    device |= {"runner": "tools.device_run", "machine": "1 × NVIDIA H200", "date": "2026-12-01"}
+    (tmp_path / "device_runs.jsonl").write_text(json.dumps(device) + "\n")
+    for name in [*LANES, "reference-nbval", "current-nbval"]:
+        (tmp_path / f"{name}.jsonl").write_text(
+            json.dumps(lane) + "\n" if name == "current" else ""
+        )
+    rendered = table(read_records(tmp_path, device=tmp_path / "device_runs.jsonl"))
+    row = next(line for line in rendered.splitlines() if line.startswith("| 11_keras3_jax |"))
+    assert row.endswith("| CPU: runs (8 replicas); GPU: runs (1 replica); TPU: not verified |")
+    assert (
+        "- GPU in the newest TF column: `11_keras3_jax.ipynb` run by `tools/device_run.py` on "
+        "1 × NVIDIA H200 on 2026-12-01, with JAX 0.11.2 and Keras 3.15.1, without TensorFlow, "
+        "passed."
+    ) in rendered
+    assert "the current lane, the newest release (TensorFlow 2.21.0, Keras 3.15.1 at" in rendered
 
 
 # `make run` executes the notebooks with the reference venv only; newer ipykernels (the other

@@ -24,6 +24,9 @@ from helpers.colab import TENSORFLOW_VERSION as COLAB_TENSORFLOW
 from tools.project import ROOT, notebook_paths
 
 RECORDS = ROOT / "build" / "compat"
+# Runs on an accelerator machine no test lane has (tools.device_run, e.g. notebook 11 on a lent
+# GPU), committed: build/compat is made again by every `make test`, these are not.
+DEVICE_RECORDS = ROOT / "compat" / "device_runs.jsonl"
 README = ROOT / "README.md"
 START = "<!-- compatibility-table:start -->"
 END = "<!-- compatibility-table:end -->"
@@ -42,9 +45,12 @@ CLEAR_STOPS = ("EstimatorUnavailableError", "BackendUnavailableError")
 NBVAL_LANES = ("reference", "current")
 
 
-def read_records(folder: Path = RECORDS) -> list[dict]:
-    """The papermill runs of every lane (LANE.jsonl) and nbval's (LANE-nbval.jsonl)."""
+def read_records(folder: Path = RECORDS, device: Path = DEVICE_RECORDS) -> list[dict]:
+    """The papermill runs of every lane (LANE.jsonl), nbval's (LANE-nbval.jsonl) and the
+    committed runs on accelerator machines (`device`), if any."""
     records = []
+    if device.exists():
+        records += [json.loads(line) for line in device.read_text().splitlines() if line]
     for name in [*LANES, *(f"{lane}-nbval" for lane in NBVAL_LANES)]:
         path = folder / f"{name}.jsonl"
         if not path.exists():
@@ -76,9 +82,24 @@ def cell(runs: list[dict]) -> str:
 
 def versions(records: list[dict], lane: str) -> str:
     """The versions a lane's runs recorded, e.g. "TensorFlow 2.20.0, Keras 3.15.1"."""
-    found = sorted({(r.get("tensorflow"), r.get("keras")) for r in records if r["lane"] == lane})
+    lane_runs = [r for r in records if r["lane"] == lane and r.get("runner") != "tools.device_run"]
+    found = sorted({(r.get("tensorflow"), r.get("keras")) for r in lane_runs})
     named = [f"TensorFlow {tf}, Keras {keras}" for tf, keras in found if tf and keras]
     return "; ".join(named) or "versions not recorded"
+
+
+def device_note(records: list[dict]) -> list[str]:
+    """A sentence for each accelerator that tools.device_run ran a notebook on."""
+    runs = [r for r in records if r.get("runner") == "tools.device_run"]
+    return [
+        f"- {r['kind']} in the {LANES[r['lane']]} column: `{r['notebook']}` run by "
+        f"`tools/device_run.py` on {r.get('machine') or 'a lent machine'} on {r['date']}, with "
+        f"JAX {r['jax']} and Keras {r['keras']}, "
+        + (f"TensorFlow {r['tensorflow']}" if r.get("tensorflow") else "without TensorFlow")
+        + (", passed" if r["passed"] else ", failed")
+        + "."
+        for r in runs
+    ]
 
 
 def legend(records: list[dict]) -> str:
@@ -96,6 +117,7 @@ def legend(records: list[dict]) -> str:
             "says why; without JAX and Keras 3 (only the current lane has both) notebook 11 "
             "does. CPU runs use virtual devices standing in for TPU cores. A runtime no test "
             'has run on is marked "not verified".',
+            *device_note(records),
         ]
     )
 

@@ -1,0 +1,129 @@
+"""tools.device_run: the runner that takes notebook 11 to the lent GPU machine (JAX, no
+Jupyter, no TensorFlow). Its cell runner is checked on a small notebook here; its one real
+job, notebook 11 with TensorFlow made invisible, runs in the lane that has JAX."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from support import LANE
+
+from tools import device_run
+from tools.project import ROOT
+
+
+def code(source: str, tags: tuple[str, ...] = ()) -> dict:
+    return {
+        "cell_type": "code",
+        "execution_count": None,
+        "id": f"c{abs(hash(source)) % 10**8}",
+        "metadata": {"tags": list(tags)},
+        "outputs": [],
+        "source": source,
+    }
+
+
+def small_notebook(*cells: dict) -> dict:
+    markdown = {"cell_type": "markdown", "id": "m", "metadata": {}, "source": "# title"}
+    return {"cells": [markdown, *cells], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+
+
+def run(tmp_path, notebook: dict, *arguments: str) -> tuple[int, dict, list[dict]]:
+    path = tmp_path / "small.ipynb"
+    path.write_text(json.dumps(notebook))
+    out = tmp_path / "out"
+    status = device_run.main(["--notebook", str(path), "--out", str(out), *arguments])
+    executed = json.loads((out / "small.device.ipynb").read_text())
+    records = [json.loads(line) for line in (out / "device_runs.jsonl").read_text().splitlines()]
+    return status, executed, records
+
+
+def test_cells_share_one_namespace_and_parameters_land_after_the_parameters_cell(tmp_path):
+    notebook = small_notebook(
+        code('replicas = 8\nname = "cpu"', ("parameters",)),
+        code('import sys\nif "google.colab" in sys.modules:\n    %pip install nothing\n'),
+        code('print(f"Runtime: GPU | DataParallel with {replicas} replicas on {name}")'),
+        code("replicas * 2"),
+    )
+    status, executed, (record,) = run(tmp_path, notebook, "-p", "replicas=2", "-p", "name=gpu:0")
+    assert status == 0 and record["passed"]
+    assert (record["kind"], record["replicas"], record["lane"]) == ("GPU", 2, "current")
+    injected = executed["cells"][2]
+    assert injected["metadata"]["tags"] == ["injected-parameters"]
+    assert "".join(injected["source"]) == "# Parameters\nreplicas = 2\nname = 'gpu:0'\n"
+    printed, result = executed["cells"][4]["outputs"], executed["cells"][5]["outputs"]
+    assert printed[0]["text"] == ["Runtime: GPU | DataParallel with 2 replicas on gpu:0\n"]
+    assert result[0]["output_type"] == "execute_result"
+    assert result[0]["data"]["text/plain"] == ["4"]
+
+
+def test_the_first_failing_cell_stops_the_run_and_what_ran_is_still_written(tmp_path):
+    notebook = small_notebook(
+        code('print("before")'),
+        code('raise ValueError("the batch does not divide")'),
+        code('print("never")'),
+    )
+    status, executed, (record,) = run(tmp_path, notebook)
+    assert status == 1 and not record["passed"] and record["kind"] is None
+    first, failing, after = executed["cells"][1:]
+    assert first["outputs"][0]["text"] == ["before\n"]
+    assert failing["outputs"][0]["ename"] == "ValueError"
+    assert failing["outputs"][0]["evalue"] == "the batch does not divide"
+    assert after["outputs"] == [] and after["execution_count"] is None
+
+
+def test_a_magic_that_is_reached_raises_instead_of_passing_silently(tmp_path):
+    status, executed, _ = run(tmp_path, small_notebook(code("%pip install keras")))
+    assert status == 1
+    assert executed["cells"][1]["outputs"][0]["evalue"] == "IPython magics need Jupyter"
+
+
+def test_a_hidden_package_is_neither_importable_nor_found():
+    script = (
+        "import importlib.util, sys\n"
+        "from tools import device_run\n"
+        "device_run.hide(['wave'])\n"
+        "assert importlib.util.find_spec('wave') is None\n"
+        "try:\n    import wave\nexcept ImportError as error:\n    print(type(error).__name__)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ModuleNotFoundError"
+
+
+def test_a_parameter_that_is_not_name_equals_value_is_refused_in_one_line(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        device_run.main(["--out", str(tmp_path), "-p", "virtual_replicas"])
+    assert "write it as name=value" in capsys.readouterr().err
+
+
+@pytest.mark.notebook
+def test_notebook_11_runs_without_tensorflow_skipping_only_what_needs_it(tmp_path):
+    """What the GPU machine runs, on this lane's CPU with TensorFlow hidden: every JAX
+    comparison holds, and each TensorFlow-only cell prints its one line (about 15 s)."""
+    if LANE != "current":
+        pytest.skip("notebook 11 runs in the current lane, the one with JAX and Keras 3")
+    command = [sys.executable, "-m", "tools.device_run", "--out", str(tmp_path)]
+    command += ["--hide", "tensorflow", "-p", "virtual_replicas=2"]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    record = json.loads(done.stdout.strip().splitlines()[-1])
+    assert record["passed"] and record["tensorflow"] is None
+    assert (record["kind"], record["replicas"]) == ("CPU", 2)
+    executed = json.loads((tmp_path / "11_keras3_jax.device.ipynb").read_text())
+    printed = "".join(
+        "".join(output.get("text", ""))
+        for cell in executed["cells"]
+        for output in cell.get("outputs", [])
+    )
+    skipped = [line for line in printed.splitlines() if line.startswith("skipped: ")]
+    assert len(skipped) == 6, skipped
+    assert all("needs TensorFlow, which this runtime does not have" in line for line in skipped)
+    for compared in ("Model.fit: loss of every step", "custom loop: final dense/kernel"):
+        assert compared in printed
+    assert "TF backend fit" not in printed and "served predictions" not in printed
