@@ -56,8 +56,8 @@ def require_keras_on_jax() -> None:
 
 
 def tensorflow_installed() -> bool:
-    """Whether TensorFlow can be imported here, found without importing it: a JAX runtime (a
-    GPU machine with JAX alone, say) may have none, and the notebook then skips what needs it."""
+    """Whether TensorFlow is installed here, found without importing it: a JAX runtime (a GPU
+    machine with JAX alone, say) may have none, and the notebook then skips what needs it."""
     return importlib.util.find_spec("tensorflow") is not None
 
 

@@ -4,8 +4,9 @@ TensorFlow 2.15 prints CUDA factory-registration errors on import even on machin
 GPU, and TF1 APIs log a deprecation warning on nearly every call. None of it teaches, and it
 would land in the committed notebooks as stderr outputs. The C++ log level is read when
 TensorFlow is first imported, so call `quiet_logs()` before `import tensorflow`: it sets the
-level, then imports TensorFlow itself, because TensorFlow's Python logger resets itself to
-INFO on stdout in interactive sessions such as Jupyter when it is first used.
+level, then imports TensorFlow itself where it is installed (a JAX-only runtime has none),
+because TensorFlow's Python logger resets itself to INFO on stdout in interactive sessions
+such as Jupyter when it is first used.
 
 Where one log line explains a result, `log_lines` brings just that line back; C++ lines that
 no log level reaches (XLA's first "Compiled cluster using XLA!") are kept out by
@@ -38,7 +39,8 @@ def quiet_logs(enabled: bool | None = None) -> bool:
         enabled = not verbose_requested()
     if not enabled:
         return False
-    if "tensorflow" in sys.modules and not os.environ.get("TF_CPP_MIN_LOG_LEVEL"):
+    imported = sys.modules.get("tensorflow") is not None  # None: made unimportable on purpose
+    if imported and not os.environ.get("TF_CPP_MIN_LOG_LEVEL"):
         warnings.warn(
             "quiet_logs() was called after TensorFlow was imported: TensorFlow's C++ start-up "
             "messages were already printed. Call it before `import tensorflow`.",

@@ -67,12 +67,39 @@ def test_the_first_failing_cell_stops_the_run_and_what_ran_is_still_written(tmp_
         code('print("never")'),
     )
     status, executed, (record,) = run(tmp_path, notebook)
-    assert status == 1 and not record["passed"] and record["kind"] is None
+    assert status == 1 and not record["passed"] and record["replicas"] is None
     first, failing, after = executed["cells"][1:]
     assert first["outputs"][0]["text"] == ["before\n"]
     assert failing["outputs"][0]["ename"] == "ValueError"
     assert failing["outputs"][0]["evalue"] == "the batch does not divide"
     assert after["outputs"] == [] and after["execution_count"] is None
+
+
+def test_a_failing_cell_keeps_what_it_printed_and_no_recorded_output_survives(tmp_path):
+    recorded = code('print("recorded elsewhere")')
+    recorded["outputs"] = [{"output_type": "stream", "name": "stdout", "text": ["old\n"]}]
+    recorded["execution_count"] = 7
+    notebook = small_notebook(code('print("parity 1e-3")\nassert False, "parity failed"'), recorded)
+    status, executed, (record,) = run(tmp_path, notebook)
+    assert status == 1 and record["kind"] in ("CPU", "GPU")
+    failing, after = executed["cells"][1:]
+    assert [o["output_type"] for o in failing["outputs"]] == ["stream", "error"]
+    assert failing["outputs"][0]["text"] == ["parity 1e-3\n"]
+    assert after["outputs"] == [] and after["execution_count"] is None
+
+
+def test_functions_defined_in_cells_have_their_source_and_a_trailing_semicolon_hides(tmp_path):
+    notebook = small_notebook(
+        code("def double(x):\n    return 2 * x"),
+        code("import inspect\nprint(inspect.getsource(double).splitlines()[0])"),
+        code("double(2);"),
+        code('text = """\n%not a magic\n"""\nprint(text.strip())'),
+    )
+    status, executed, _ = run(tmp_path, notebook)
+    assert status == 0
+    assert executed["cells"][2]["outputs"][0]["text"] == ["def double(x):\n"]
+    assert executed["cells"][3]["outputs"] == []
+    assert executed["cells"][4]["outputs"][0]["text"] == ["%not a magic\n"]
 
 
 def test_a_magic_that_is_reached_raises_instead_of_passing_silently(tmp_path):
@@ -121,8 +148,11 @@ def test_notebook_11_runs_without_tensorflow_skipping_only_what_needs_it(tmp_pat
         for cell in executed["cells"]
         for output in cell.get("outputs", [])
     )
+    outputs = [output for cell in executed["cells"] for output in cell.get("outputs", [])]
+    assert not [output for output in outputs if output.get("name") == "stderr"]
     skipped = [line for line in printed.splitlines() if line.startswith("skipped: ")]
-    assert len(skipped) == 6, skipped
+    assert len(skipped) == 5, skipped
+    assert "regression.weights.h5: the weights, the accumulators and step 100 read back" in printed
     assert all("needs TensorFlow, which this runtime does not have" in line for line in skipped)
     for compared in ("Model.fit: loss of every step", "custom loop: final dense/kernel"):
         assert compared in printed

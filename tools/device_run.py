@@ -3,25 +3,32 @@
 The accelerator machine this project's sessions are sometimes lent has JAX with CUDA and
 Python 3.12, no TensorFlow, no Jupyter kernel and no package registry; Keras 3 travels as a
 wheel (`make device-wheels`). So this runs a notebook's code cells itself, in one Python
-namespace, in order, the way "Run all" does, with nothing but the standard library:
+namespace (a fresh `__main__` module), in order, the way "Run all" does, with nothing but the
+standard library:
 
-- the value of a cell's last expression is kept as its result, as Jupyter shows it;
+- each cell's source is registered with `linecache`, as IPython does, so that
+  `inspect.getsource` works on the functions a cell defines and tracebacks show the lines;
+- the value of a cell's last expression is kept as its result, as Jupyter shows it (not when
+  the line ends in `;`);
 - `-p name=value` sets a parameter after the cell tagged `parameters`, as papermill does;
-- IPython line magics (`%pip`, only in the Colab branch of the first cell) become a line
-  that raises if it is ever reached;
-- `--hide tensorflow` makes a package look uninstalled (its `sys.modules` entry set to None:
-  `import` raises ImportError and `importlib.util.find_spec` returns None), so the JAX-only
-  path is tested on a machine that has TensorFlow.
+- a line that does not parse because it is an IPython magic or shell line (`%pip`, only in
+  the Colab branch of notebook 11's first cell) becomes a line that raises if it is reached;
+- `--hide tensorflow` makes a package unimportable: its `sys.modules` entry is set to None,
+  so `import` raises ImportError and `importlib.util.find_spec` returns None (its name is
+  still a key of `sys.modules` and its metadata is still found), and the JAX-only path is
+  tested on a machine that has TensorFlow. Processes the notebook starts still see it.
 
-It stops at the first cell that raises and still writes what ran. It writes the executed
-copy (`<stem>.device.ipynb`) and one result line (`device_runs.jsonl`, the compatibility
-table's record format, lane "current": the Keras of the current lane on that machine's JAX)
-into `--out`. Committed as `compat/device_runs.jsonl`, the line puts that runtime in the
-README's table (`make compat`).
+Every output from an earlier recording is cleared first. After each cell the executed copy
+(`<stem>.device.ipynb`) is written again, so a run stopped by a time limit (SIGTERM) leaves
+what ran; the first cell that raises stops the run, its output kept up to the error. One
+result line goes to `device_runs.jsonl` in the compatibility table's record format, lane
+"current" (the Keras of the current lane, on that machine's JAX). Committed as
+`compat/device_runs.jsonl`, it puts that runtime in the README's table (`make compat`).
 
-On the lent machine, from the repository root, with the wheels carried in `.whl`:
+On the lent machine, from the repository root, with `.whl` named in the run's `carry`:
 
-    python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl
+    python3 -m pip install -q --no-index --no-deps --no-compile --upgrade \
+        --target /tmp/site .whl/*.whl
     PYTHONPATH=/tmp/site:. python3 -m tools.device_run --out "$OUT"
 """
 
@@ -32,20 +39,29 @@ import ast
 import contextlib
 import io
 import json
+import linecache
 import os
 import platform
 import re
+import signal
 import sys
 import time
 import traceback
+import types
+from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_NOTEBOOK = ROOT / "notebooks" / "11_keras3_jax.ipynb"
-MAGIC = re.compile(r"^(\s*)[%!].*$")
+MAGIC = re.compile(r"^(\s*)[%!]")
 RUNTIME_LINE = re.compile(r"Runtime: (TPU|GPU|CPU)\b.*? with (\d+) replica")
+MAGIC_RAISES = 'raise RuntimeError("IPython magics need Jupyter")'
+
+
+class Stopped(Exception):
+    """SIGTERM arrived (a time limit): stop after writing what ran."""
 
 
 def parameter_value(text: str) -> Any:
@@ -56,43 +72,60 @@ def parameter_value(text: str) -> Any:
         return text
 
 
-def without_magics(source: str) -> str:
-    """The cell with each IPython magic or shell line replaced by a raise (same indentation)."""
-    return "\n".join(
-        MAGIC.sub(lambda m: f'{m.group(1)}raise RuntimeError("IPython magics need Jupyter")', line)
-        for line in source.splitlines()
-    )
+def parse_cell(source: str, filename: str) -> ast.Module:
+    """The cell's syntax tree; a line that fails to parse and starts with % or ! (a magic or a
+    shell line) is replaced by a raise, with its indentation, until the cell parses."""
+    lines = source.splitlines()
+    while True:
+        try:
+            return ast.parse("\n".join(lines), filename=filename, mode="exec")
+        except SyntaxError as error:
+            number = (error.lineno or 0) - 1
+            if not 0 <= number < len(lines) or not (match := MAGIC.match(lines[number])):
+                raise
+            lines[number] = match.group(1) + MAGIC_RAISES
 
 
-def run_cell(source: str, namespace: dict[str, Any]) -> tuple[str, str, str | None]:
-    """Execute one cell; return its stdout, its stderr and the repr of its last expression."""
-    tree = ast.parse(without_magics(source), mode="exec")
-    last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+def run_cell(source: str, namespace: dict[str, Any], filename: str = "<cell>") -> list[dict]:
+    """Execute one cell; return its outputs (stdout, stderr, the last expression's repr). If
+    it raises, the outputs so far are attached to the exception as `cell_outputs`."""
+    linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
     stdout, stderr = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
-        exec(compile(tree, "<cell>", "exec"), namespace)  # the notebook's own code
-        value = None
-        if last is not None:
-            value = eval(compile(ast.Expression(last.value), "<cell>", "eval"), namespace)
-    return stdout.getvalue(), stderr.getvalue(), None if value is None else repr(value)
+    value = None
+    try:
+        tree = parse_cell(source, filename)
+        last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+        shown = last is not None and not source.rstrip().endswith(";")
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+            exec(compile(tree, filename, "exec"), namespace)  # the notebook's own code
+            if last is not None:
+                value = eval(compile(ast.Expression(last.value), filename, "eval"), namespace)
+    except BaseException as error:
+        error.cell_outputs = streams(stdout.getvalue(), stderr.getvalue())  # type: ignore[attr-defined]
+        raise
+    outputs = streams(stdout.getvalue(), stderr.getvalue())
+    if shown and value is not None:
+        text = repr(value).splitlines(keepends=True)
+        outputs.append({"output_type": "execute_result", "data": {"text/plain": text}})
+        outputs[-1] |= {"metadata": {}, "execution_count": None}
+    return outputs
 
 
-def outputs_of(stdout: str, stderr: str, result: str | None, count: int) -> list[dict]:
-    outputs: list[dict] = [
+def streams(stdout: str, stderr: str) -> list[dict]:
+    return [
         {"output_type": "stream", "name": name, "text": text.splitlines(keepends=True)}
         for name, text in (("stdout", stdout), ("stderr", stderr))
         if text
     ]
-    if result is not None:
-        outputs.append(
-            {
-                "output_type": "execute_result",
-                "execution_count": count,
-                "data": {"text/plain": result.splitlines(keepends=True)},
-                "metadata": {},
-            }
-        )
-    return outputs
+
+
+def error_output(error: BaseException) -> dict:
+    return {
+        "output_type": "error",
+        "ename": type(error).__name__,
+        "evalue": str(error),
+        "traceback": traceback.format_exception(error),
+    }
 
 
 def parameter_cell(parameters: dict[str, Any]) -> dict:
@@ -112,9 +145,8 @@ def with_parameters(notebook: dict, parameters: dict[str, Any]) -> dict:
     if not parameters:
         return notebook
     cells = notebook["cells"]
-    tagged = [
-        i for i, c in enumerate(cells) if "parameters" in c.get("metadata", {}).get("tags", [])
-    ]
+    tags = [cell.get("metadata", {}).get("tags", []) for cell in cells]
+    tagged = [index for index, cell_tags in enumerate(tags) if "parameters" in cell_tags]
     if not tagged:
         raise SystemExit("the notebook has no cell tagged `parameters`: -p cannot set anything")
     cells.insert(tagged[0] + 1, parameter_cell(parameters))
@@ -122,48 +154,62 @@ def with_parameters(notebook: dict, parameters: dict[str, Any]) -> dict:
 
 
 def hide(packages: list[str]) -> None:
-    """Make `packages` look uninstalled to this process."""
+    """Make `packages` unimportable in this process (see the module docstring)."""
     for package in packages:
         if any(name == package or name.startswith(package + ".") for name in sys.modules):
             raise SystemExit(f"{package} is already imported: it cannot be hidden any more")
         sys.modules[package] = None  # type: ignore[assignment]
 
 
-def execute(notebook: dict, cwd: Path) -> tuple[bool, str]:
-    """Run every code cell in order, writing their outputs into `notebook`; stop at the first
-    error. Return whether every cell ran, and all they printed."""
-    namespace: dict[str, Any] = {"__name__": "__main__"}
-    printed, count = [], 0
-    with contextlib.chdir(cwd):
-        for cell in notebook["cells"]:
-            if cell["cell_type"] != "code":
-                continue
-            count += 1
-            cell["execution_count"] = count
-            source = "".join(cell["source"])
-            try:
-                stdout, stderr, result = run_cell(source, namespace)
-            except BaseException as error:  # reported in the cell, as Jupyter does
-                if isinstance(error, KeyboardInterrupt):
-                    raise
-                cell["outputs"] = [
-                    {
-                        "output_type": "error",
-                        "ename": type(error).__name__,
-                        "evalue": str(error),
-                        "traceback": traceback.format_exception(error),
-                    }
-                ]
-                print(f"cell {count}: {type(error).__name__}: {str(error).splitlines()[:1]}")
-                return False, "".join(printed)
-            cell["outputs"] = outputs_of(stdout, stderr, result, count)
-            printed.append(stdout)
-            sys.stdout.write(stdout)
+def stop_on_sigterm(signum: int, frame: Any) -> None:
+    raise Stopped("stopped by SIGTERM (a time limit?)")
+
+
+def execute(notebook: dict, cwd: Path, after_cell: Callable[[], None]) -> tuple[bool, str]:
+    """Run every code cell in order, writing their outputs into `notebook` and calling
+    `after_cell` after each; stop at the first error. Return whether every cell ran, and
+    all the cells printed."""
+    code_cells = [cell for cell in notebook["cells"] if cell["cell_type"] == "code"]
+    for cell in code_cells:  # nothing recorded elsewhere may pass for this run's output
+        cell["outputs"], cell["execution_count"] = [], None
+    main_module = types.ModuleType("__main__")  # functions defined in cells live here
+    saved_main, sys.modules["__main__"] = sys.modules["__main__"], main_module
+    printed: list[str] = []
+    try:
+        with contextlib.chdir(cwd):
+            for count, cell in enumerate(code_cells, start=1):
+                cell["execution_count"] = count
+                try:
+                    cell["outputs"] = run_cell(
+                        "".join(cell["source"]), main_module.__dict__, f"<cell-{count}>"
+                    )
+                except (Exception, Stopped) as error:
+                    cell["outputs"] = [*getattr(error, "cell_outputs", []), error_output(error)]
+                    printed += echo(cell["outputs"])
+                    first_line = (str(error).splitlines() or [""])[0]
+                    print(f"cell {count}: {type(error).__name__}: {first_line}")
+                    return False, "".join(printed)
+                finally:
+                    after_cell()
+                printed += echo(cell["outputs"])
+    finally:
+        sys.modules["__main__"] = saved_main
     return True, "".join(printed)
 
 
+def echo(outputs: list[dict]) -> list[str]:
+    """What a cell printed to stdout, also printed here (the run's log)."""
+    texts = [
+        "".join(output["text"])
+        for output in outputs
+        if output["output_type"] == "stream" and output["name"] == "stdout"
+    ]
+    sys.stdout.write("".join(texts))
+    return texts
+
+
 def installed(package: str) -> str | None:
-    if sys.modules.get(package, False) is None:  # hidden
+    if package in sys.modules and sys.modules[package] is None:  # hidden
         return None
     try:
         return version(package)
@@ -176,17 +222,22 @@ def machine() -> str | None:
     jax = sys.modules.get("jax")
     if jax is None:
         return None
-    devices = jax.devices()
+    try:
+        devices = jax.devices()
+    except Exception as error:  # a broken JAX must not lose the record
+        return f"JAX's devices unknown ({type(error).__name__})"
     return f"{len(devices)} × {devices[0].device_kind}"
 
 
 def result_line(notebook: Path, passed: bool, printed: str) -> dict:
-    """The run as one compatibility-table record; kind and replicas from its runtime line."""
+    """The run as one compatibility-table record; kind and replicas from its runtime line (a
+    run that stopped before it: GPU if the machine has one, else CPU)."""
     runtime = RUNTIME_LINE.search(printed)
+    kind = runtime.group(1) if runtime else "GPU" if Path("/dev/nvidia0").exists() else "CPU"
     return {
         "notebook": notebook.name,
         "lane": "current",
-        "kind": runtime.group(1) if runtime else None,
+        "kind": kind,
         "replicas": int(runtime.group(2)) if runtime else None,
         "expected_error": None,
         "passed": passed,
@@ -219,13 +270,21 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["PYTHONPATH"] = os.pathsep.join(paths)  # and in the processes it starts
 
     notebook = with_parameters(json.loads(args.notebook.read_text()), parameters)
-    started = time.monotonic()
-    passed, printed = execute(notebook, cwd=args.notebook.parent)
-    seconds = time.monotonic() - started
-
     args.out.mkdir(parents=True, exist_ok=True)
     executed = args.out / f"{args.notebook.stem}.device.ipynb"
-    executed.write_text(json.dumps(notebook, indent=1, ensure_ascii=False) + "\n")
+
+    def write_copy() -> None:
+        executed.write_text(json.dumps(notebook, indent=1, ensure_ascii=False) + "\n")
+
+    previous = signal.signal(signal.SIGTERM, stop_on_sigterm)
+    started = time.monotonic()
+    try:
+        passed, printed = execute(notebook, args.notebook.parent, after_cell=write_copy)
+    except Stopped:  # between two cells
+        passed, printed = False, ""
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    seconds = time.monotonic() - started
     record = result_line(args.notebook, passed, printed) | {"seconds": round(seconds, 1)}
     with (args.out / "device_runs.jsonl").open("a") as file:
         file.write(json.dumps(record) + "\n")
