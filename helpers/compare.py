@@ -25,15 +25,21 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return "\n".join(line.rstrip() for line in lines)
 
 
-def format_difference(value: float, bound: float | None = None) -> str:
+def format_difference(
+    value: float, bound: float | None = None, at_least: float | None = None
+) -> str:
     """0 for exactly equal, else three significant digits (1.49e-08); NaN says so.
 
     With `bound`, the bound the cell asserts follows in brackets: `1.49e-08 (≤ 1e-06)`. A
     difference that small moves with the hardware (another CPU does; a GPU or a TPU may), so
     the test suite compares such a number with its bound, not digit by digit
-    (tools/output_compare.py); the reader sees how far inside the bound it is.
+    (tools/output_compare.py); the reader sees how far inside the bound it is. `at_least` is
+    the floor a cell asserts instead, `2.73e-03 (≥ 0.0001)`: a difference shown growing past
+    a bound, by an amount the hardware moves.
     """
     if np.isnan(value):
         return "nan"
     text = "0" if value == 0 else f"{value:.2e}"
+    if at_least is not None:
+        return f"{text} (≥ {at_least:g})"
     return text if bound is None else f"{text} (≤ {bound:g})"

@@ -103,6 +103,18 @@ def test_a_measured_difference_is_compared_with_its_bound_not_digit_by_digit():
     assert mismatch.reason == "one is printed with a bound, one without"
 
 
+def test_a_difference_shown_growing_past_a_bound_must_stay_past_it():
+    committed = f"weights {format_difference(2.73e-03, at_least=1e-4)} apart"
+    assert committed == "weights 2.73e-03 (≥ 0.0001) apart"
+    for still_over in (1e-4, 9.1e-04, 0.5):
+        new = f"weights {format_difference(still_over, at_least=1e-4)} apart"
+        assert compare_text(committed, new) == [], new
+    (mismatch,) = compare_text(committed, f"weights {format_difference(9e-5, at_least=1e-4)} apart")
+    assert mismatch.reason == "the measured difference fell below its floor 0.0001"
+    (mismatch,) = compare_text(committed, f"weights {format_difference(2.73e-03, 1e-4)} apart")
+    assert mismatch.reason == "the bound changed from ≥ 0.0001 to ≤ 0.0001"
+
+
 def test_a_failure_names_the_line_and_both_values():
     old = "epoch 1: loss 0.97606800\nepoch 2: loss 0.27316300"
     new = "epoch 1: loss 0.97606800\nepoch 2: loss 0.27416300"

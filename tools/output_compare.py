@@ -20,7 +20,9 @@ into words and numbers:
 - A measured difference printed with the bound its cell asserts, `7.45e-09 (≤ 1e-06)` (see
   `helpers.compare.format_difference`), matches when the bound is the same text and the new
   value is still within it: such a difference is noise from the hardware, and its digits say
-  nothing, but crossing the bound does.
+  nothing, but crossing the bound does. A floor, `2.73e-03 (≥ 1e-04)`, is the same check the
+  other way: a difference the cell shows growing past a bound (a last-bit change amplified by
+  training) must still be past it, by however much the hardware makes it.
 
 Each mismatch names the line, the old and the new text and why they differ, so a failing
 comparison says which number moved and by how much.
@@ -41,9 +43,9 @@ RTOL = 1e-5
 _FLOAT = r"-?(?:\d+\.\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+)"
 _INT = r"-?\d+"
 _FLOAT_TOKEN = rf"(?<![\w.]){_FLOAT}(?![\w]|\.\d)"
-_BOUNDED_TOKEN = rf"(?<![\w.])(?:{_FLOAT}|{_INT}) \(≤ {_FLOAT}\)"  # format_difference's
+_BOUNDED_TOKEN = rf"(?<![\w.])(?:{_FLOAT}|{_INT}) \([≤≥] {_FLOAT}\)"  # format_difference's
 TOKEN = re.compile(rf"({_BOUNDED_TOKEN}|{_FLOAT_TOKEN})")  # one group: re.split keeps them
-BOUNDED = re.compile(rf"(?P<value>{_FLOAT}|{_INT}) \(≤ (?P<bound>{_FLOAT})\)")
+BOUNDED = re.compile(rf"(?P<value>{_FLOAT}|{_INT}) \((?P<side>[≤≥]) (?P<bound>{_FLOAT})\)")
 
 
 @dataclass(frozen=True)
@@ -113,10 +115,15 @@ def float_reason(old: str, new: str, rtol: float = RTOL) -> str | None:
 def bounded_reason(old: str, new: str) -> str | None:
     """None when a bounded difference stays within the same bound; else why not."""
     old_match, new_match = BOUNDED.fullmatch(old), BOUNDED.fullmatch(new)
-    if old_match["bound"] != new_match["bound"]:
-        return f"the bound changed from {old_match['bound']} to {new_match['bound']}"
-    if abs(Decimal(new_match["value"])) > Decimal(new_match["bound"]):
+    old_bound = f"{old_match['side']} {old_match['bound']}"
+    new_bound = f"{new_match['side']} {new_match['bound']}"
+    if old_bound != new_bound:
+        return f"the bound changed from {old_bound} to {new_bound}"
+    value, bound = abs(Decimal(new_match["value"])), Decimal(new_match["bound"])
+    if new_match["side"] == "≤" and value > bound:
         return f"the measured difference crossed its bound {new_match['bound']}"
+    if new_match["side"] == "≥" and value < bound:
+        return f"the measured difference fell below its floor {new_match['bound']}"
     return None
 
 
