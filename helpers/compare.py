@@ -41,5 +41,7 @@ def format_difference(
         return "nan"
     text = "0" if value == 0 else f"{value:.2e}"
     if at_least is not None:
+        if bound is not None:
+            raise ValueError("format_difference: give a bound or a floor (at_least), not both")
         return f"{text} (≥ {at_least:g})"
     return text if bound is None else f"{text} (≤ {bound:g})"

@@ -102,6 +102,29 @@ def test_functions_defined_in_cells_have_their_source_and_a_trailing_semicolon_h
     assert executed["cells"][4]["outputs"][0]["text"] == ["%not a magic\n"]
 
 
+def test_sigterm_stops_the_run_even_inside_except_exception_and_leaves_what_ran(tmp_path):
+    notebook = small_notebook(
+        code('print("Runtime: CPU | one with 2 replicas")'),
+        code(
+            "import os, signal, time\ntry:\n    os.kill(os.getpid(), signal.SIGTERM)\n"
+            '    time.sleep(5)\nexcept Exception:\n    print("swallowed")'
+        ),
+        code('print("after")'),
+    )
+    status, executed, (record,) = run(tmp_path, notebook)
+    assert status == 1 and (record["kind"], record["replicas"]) == ("CPU", 2)
+    stopped, after = executed["cells"][2:]
+    assert [o["output_type"] for o in stopped["outputs"]] == ["error"]
+    assert stopped["outputs"][0]["ename"] == "Stopped"
+    assert after["outputs"] == [] and after["execution_count"] is None
+
+
+def test_a_result_is_hidden_only_when_the_last_token_is_a_semicolon():
+    assert device_run.ends_in_semicolon("1 + 1;  # hidden")
+    assert not device_run.ends_in_semicolon("1 + 1\n# done;")
+    assert not device_run.ends_in_semicolon('"a;"')
+
+
 def test_a_magic_that_is_reached_raises_instead_of_passing_silently(tmp_path):
     status, executed, _ = run(tmp_path, small_notebook(code("%pip install keras")))
     assert status == 1

@@ -46,9 +46,10 @@ import re
 import signal
 import sys
 import time
+import tokenize
 import traceback
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -60,8 +61,9 @@ RUNTIME_LINE = re.compile(r"Runtime: (TPU|GPU|CPU)\b.*? with (\d+) replica")
 MAGIC_RAISES = 'raise RuntimeError("IPython magics need Jupyter")'
 
 
-class Stopped(Exception):
-    """SIGTERM arrived (a time limit): stop after writing what ran."""
+class Stopped(BaseException):
+    """SIGTERM arrived (a time limit): stop after writing what ran. A BaseException, so that
+    a cell's own `except Exception` cannot swallow it."""
 
 
 def parameter_value(text: str) -> Any:
@@ -75,6 +77,10 @@ def parameter_value(text: str) -> Any:
 def parse_cell(source: str, filename: str) -> ast.Module:
     """The cell's syntax tree; a line that fails to parse and starts with % or ! (a magic or a
     shell line) is replaced by a raise, with its indentation, until the cell parses."""
+    try:
+        return ast.parse(source, filename=filename, mode="exec")
+    except SyntaxError:
+        pass
     lines = source.splitlines()
     while True:
         try:
@@ -86,7 +92,21 @@ def parse_cell(source: str, filename: str) -> ast.Module:
             lines[number] = match.group(1) + MAGIC_RAISES
 
 
-def run_cell(source: str, namespace: dict[str, Any], filename: str = "<cell>") -> list[dict]:
+def ends_in_semicolon(source: str) -> bool:
+    """Whether the cell's last token, comments aside, is `;` (IPython then shows no result)."""
+    skipped = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT}
+    skipped |= {tokenize.DEDENT, tokenize.ENDMARKER}
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return False
+    meaningful = [token for token in tokens if token.type not in skipped]
+    return bool(meaningful) and meaningful[-1].string == ";"
+
+
+def run_cell(
+    source: str, namespace: dict[str, Any], filename: str = "<cell>", count: int | None = None
+) -> list[dict]:
     """Execute one cell; return its outputs (stdout, stderr, the last expression's repr). If
     it raises, the outputs so far are attached to the exception as `cell_outputs`."""
     linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
@@ -95,7 +115,7 @@ def run_cell(source: str, namespace: dict[str, Any], filename: str = "<cell>") -
     try:
         tree = parse_cell(source, filename)
         last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
-        shown = last is not None and not source.rstrip().endswith(";")
+        shown = last is not None and not ends_in_semicolon(source)
         with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
             exec(compile(tree, filename, "exec"), namespace)  # the notebook's own code
             if last is not None:
@@ -107,7 +127,7 @@ def run_cell(source: str, namespace: dict[str, Any], filename: str = "<cell>") -
     if shown and value is not None:
         text = repr(value).splitlines(keepends=True)
         outputs.append({"output_type": "execute_result", "data": {"text/plain": text}})
-        outputs[-1] |= {"metadata": {}, "execution_count": None}
+        outputs[-1] |= {"metadata": {}, "execution_count": count}
     return outputs
 
 
@@ -161,40 +181,50 @@ def hide(packages: list[str]) -> None:
         sys.modules[package] = None  # type: ignore[assignment]
 
 
+@contextlib.contextmanager
+def blocked(signum: int) -> Iterator[None]:
+    """Hold `signum` back while the block runs; it arrives after."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signum})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signum})
+
+
 def stop_on_sigterm(signum: int, frame: Any) -> None:
     raise Stopped("stopped by SIGTERM (a time limit?)")
 
 
-def execute(notebook: dict, cwd: Path, after_cell: Callable[[], None]) -> tuple[bool, str]:
-    """Run every code cell in order, writing their outputs into `notebook` and calling
-    `after_cell` after each; stop at the first error. Return whether every cell ran, and
-    all the cells printed."""
+def execute(notebook: dict, cwd: Path, after_cell: Callable[[], None], printed: list[str]) -> bool:
+    """Run every code cell in order, writing their outputs into `notebook`, what they print
+    to stdout into `printed`, and calling `after_cell` after each; stop at the first error.
+    Return whether every cell ran."""
     code_cells = [cell for cell in notebook["cells"] if cell["cell_type"] == "code"]
     for cell in code_cells:  # nothing recorded elsewhere may pass for this run's output
         cell["outputs"], cell["execution_count"] = [], None
     main_module = types.ModuleType("__main__")  # functions defined in cells live here
     saved_main, sys.modules["__main__"] = sys.modules["__main__"], main_module
-    printed: list[str] = []
     try:
         with contextlib.chdir(cwd):
             for count, cell in enumerate(code_cells, start=1):
                 cell["execution_count"] = count
                 try:
+                    source = "".join(cell["source"])
                     cell["outputs"] = run_cell(
-                        "".join(cell["source"]), main_module.__dict__, f"<cell-{count}>"
+                        source, main_module.__dict__, f"<cell-{count}>", count
                     )
-                except (Exception, Stopped) as error:
+                except (Exception, Stopped, SystemExit) as error:
                     cell["outputs"] = [*getattr(error, "cell_outputs", []), error_output(error)]
                     printed += echo(cell["outputs"])
                     first_line = (str(error).splitlines() or [""])[0]
                     print(f"cell {count}: {type(error).__name__}: {first_line}")
-                    return False, "".join(printed)
+                    return False
                 finally:
                     after_cell()
                 printed += echo(cell["outputs"])
     finally:
         sys.modules["__main__"] = saved_main
-    return True, "".join(printed)
+    return True
 
 
 def echo(outputs: list[dict]) -> list[str]:
@@ -273,19 +303,23 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     executed = args.out / f"{args.notebook.stem}.device.ipynb"
 
-    def write_copy() -> None:
-        executed.write_text(json.dumps(notebook, indent=1, ensure_ascii=False) + "\n")
+    def write_copy() -> None:  # whole or not at all: a SIGTERM may come while it writes
+        with blocked(signal.SIGTERM):
+            partial = executed.with_suffix(".partial")
+            partial.write_text(json.dumps(notebook, indent=1, ensure_ascii=False) + "\n")
+            os.replace(partial, executed)
 
     previous = signal.signal(signal.SIGTERM, stop_on_sigterm)
-    started = time.monotonic()
+    started, printed = time.monotonic(), []
     try:
-        passed, printed = execute(notebook, args.notebook.parent, after_cell=write_copy)
+        passed = execute(notebook, args.notebook.parent, write_copy, printed)
     except Stopped:  # between two cells
-        passed, printed = False, ""
+        passed = False
     finally:
         signal.signal(signal.SIGTERM, previous)
     seconds = time.monotonic() - started
-    record = result_line(args.notebook, passed, printed) | {"seconds": round(seconds, 1)}
+    record = result_line(args.notebook, passed, "".join(printed))
+    record["seconds"] = round(seconds, 1)
     with (args.out / "device_runs.jsonl").open("a") as file:
         file.write(json.dumps(record) + "\n")
     print(f"{'passed' if passed else 'FAILED'} in {seconds:.0f} s: {executed}")

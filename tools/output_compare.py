@@ -20,7 +20,7 @@ into words and numbers:
 - A measured difference printed with the bound its cell asserts, `7.45e-09 (≤ 1e-06)` (see
   `helpers.compare.format_difference`), matches when the bound is the same text and the new
   value is still within it: such a difference is noise from the hardware, and its digits say
-  nothing, but crossing the bound does. A floor, `2.73e-03 (≥ 1e-04)`, is the same check the
+  nothing, but crossing the bound does. A floor, `2.73e-03 (≥ 0.0001)`, is the same check the
   other way: a difference the cell shows growing past a bound (a last-bit change amplified by
   training) must still be past it, by however much the hardware makes it.
 
