@@ -181,18 +181,30 @@ def hide(packages: list[str]) -> None:
         sys.modules[package] = None  # type: ignore[assignment]
 
 
-@contextlib.contextmanager
-def blocked(signum: int) -> Iterator[None]:
-    """Hold `signum` back while the block runs; it arrives after."""
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signum})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signum})
+_sigterm = {"held": False, "pending": False}
 
 
 def stop_on_sigterm(signum: int, frame: Any) -> None:
+    """Raise Stopped, or, while a copy is being written, once the writing is done. (Python
+    runs signal handlers in the main thread between bytecodes, so a flag does what masking
+    the signal cannot once JAX has started threads of its own.)"""
+    if _sigterm["held"]:
+        _sigterm["pending"] = True
+        return
     raise Stopped("stopped by SIGTERM (a time limit?)")
+
+
+@contextlib.contextmanager
+def sigterm_held() -> Iterator[None]:
+    """Let a SIGTERM that arrives in the block take effect after it."""
+    _sigterm["held"] = True
+    try:
+        yield
+    finally:
+        _sigterm["held"] = False
+        if _sigterm["pending"]:
+            _sigterm["pending"] = False
+            raise Stopped("stopped by SIGTERM (a time limit?)")
 
 
 def execute(notebook: dict, cwd: Path, after_cell: Callable[[], None], printed: list[str]) -> bool:
@@ -213,7 +225,8 @@ def execute(notebook: dict, cwd: Path, after_cell: Callable[[], None], printed: 
                     cell["outputs"] = run_cell(
                         source, main_module.__dict__, f"<cell-{count}>", count
                     )
-                except (Exception, Stopped, SystemExit) as error:
+                    printed += echo(cell["outputs"])
+                except BaseException as error:  # Ctrl-C too: what ran is written, and a record
                     cell["outputs"] = [*getattr(error, "cell_outputs", []), error_output(error)]
                     printed += echo(cell["outputs"])
                     first_line = (str(error).splitlines() or [""])[0]
@@ -221,7 +234,6 @@ def execute(notebook: dict, cwd: Path, after_cell: Callable[[], None], printed: 
                     return False
                 finally:
                     after_cell()
-                printed += echo(cell["outputs"])
     finally:
         sys.modules["__main__"] = saved_main
     return True
@@ -304,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
     executed = args.out / f"{args.notebook.stem}.device.ipynb"
 
     def write_copy() -> None:  # whole or not at all: a SIGTERM may come while it writes
-        with blocked(signal.SIGTERM):
+        with sigterm_held():
             partial = executed.with_suffix(".partial")
             partial.write_text(json.dumps(notebook, indent=1, ensure_ascii=False) + "\n")
             os.replace(partial, executed)
@@ -313,7 +325,8 @@ def main(argv: list[str] | None = None) -> int:
     started, printed = time.monotonic(), []
     try:
         passed = execute(notebook, args.notebook.parent, write_copy, printed)
-    except Stopped:  # between two cells
+    except Stopped:  # while a copy was written, or between two cells
+        print("stopped by SIGTERM between two cells")
         passed = False
     finally:
         signal.signal(signal.SIGTERM, previous)
