@@ -197,12 +197,12 @@ def stop_on_sigterm(signum: int, frame: Any) -> None:
 @contextlib.contextmanager
 def sigterm_held() -> Iterator[None]:
     """Let a SIGTERM that arrives in the block take effect after it."""
-    _sigterm["held"] = True
+    was_held, _sigterm["held"] = _sigterm["held"], True
     try:
         yield
     finally:
-        _sigterm["held"] = False
-        if _sigterm["pending"]:
+        _sigterm["held"] = was_held
+        if not was_held and _sigterm["pending"]:
             _sigterm["pending"] = False
             raise Stopped("stopped by SIGTERM (a time limit?)")
 
@@ -220,15 +220,22 @@ def execute(notebook: dict, cwd: Path, after_cell: Callable[[], None], printed: 
         with contextlib.chdir(cwd):
             for count, cell in enumerate(code_cells, start=1):
                 cell["execution_count"] = count
+                outputs: list[dict] = []
+                echoed = False
                 try:
                     source = "".join(cell["source"])
-                    cell["outputs"] = run_cell(
-                        source, main_module.__dict__, f"<cell-{count}>", count
-                    )
-                    printed += echo(cell["outputs"])
+                    outputs = run_cell(source, main_module.__dict__, f"<cell-{count}>", count)
+                    cell["outputs"] = outputs
+                    printed += echo(outputs)
+                    echoed = True
                 except BaseException as error:  # Ctrl-C too: what ran is written, and a record
-                    cell["outputs"] = [*getattr(error, "cell_outputs", []), error_output(error)]
-                    printed += echo(cell["outputs"])
+                    _sigterm["held"] = True  # stopping: a later SIGTERM waits for the record
+                    # raised in the cell: what it printed so far; raised after it (a SIGTERM
+                    # while its output was echoed): the cell's own outputs, which stand
+                    ran = getattr(error, "cell_outputs", outputs)
+                    cell["outputs"] = [*ran, error_output(error)]
+                    if not echoed:
+                        printed += echo(ran)
                     first_line = (str(error).splitlines() or [""])[0]
                     print(f"cell {count}: {type(error).__name__}: {first_line}")
                     return False
@@ -321,15 +328,17 @@ def main(argv: list[str] | None = None) -> int:
             partial.write_text(json.dumps(notebook, indent=1, ensure_ascii=False) + "\n")
             os.replace(partial, executed)
 
+    _sigterm.update(held=False, pending=False)
     previous = signal.signal(signal.SIGTERM, stop_on_sigterm)
     started, printed = time.monotonic(), []
     try:
         passed = execute(notebook, args.notebook.parent, write_copy, printed)
     except Stopped:  # while a copy was written, or between two cells
+        _sigterm["held"] = True  # a later SIGTERM waits: the record below is written
         print("stopped by SIGTERM between two cells")
         passed = False
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    _sigterm["held"] = True
+    signal.signal(signal.SIGTERM, previous)
     seconds = time.monotonic() - started
     record = result_line(args.notebook, passed, "".join(printed))
     record["seconds"] = round(seconds, 1)
