@@ -43,6 +43,10 @@ TF1_CONCEPTS = [
     "warm_start_from",
     "export_outputs",
     "train_and_evaluate",
+    "clip_by_global_norm",
+    "AdamOptimizer",
+    "LoggingTensorHook",
+    "keep_checkpoint_max",
 ]
 
 

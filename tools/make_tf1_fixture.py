@@ -3,7 +3,9 @@
 With `--notebook 10` it stores notebook 10's run (its convolutional `model_fn` with batch norm)
 in fixtures/tf1_conv, with `model.ckpt-0` as `checkpoint` and the last checkpoint as
 `final_checkpoint`, both copied. With `--notebook 09` it stores notebook 09's run (its
-`model_fn` with feature columns) in fixtures/tf1_model_fn instead, the same way: notebook 09
+`model_fn` with feature columns) in fixtures/tf1_model_fn instead, and with `--notebook 12`
+notebook 12's (clipping and hooks; its last checkpoint, no SavedModel) in
+fixtures/tf1_clipping, the same way: the notebook
 runs at its defaults with `model_dir` a new temporary folder and `compare_stored=False`, and
 writes its run into `model_dir` (`tf1_run.json` with the same `checkpoint` and `saved_model`
 paths, documented in its "The run, stored"); notebooks 09 and 10 themselves check a live run
@@ -48,6 +50,8 @@ NOTEBOOK_09 = NOTEBOOKS / "09_real_model_fn.ipynb"
 DEFAULT_OUT_09 = ROOT / "fixtures" / "tf1_model_fn"
 NOTEBOOK_10 = NOTEBOOKS / "10_conv_batch_norm.ipynb"
 DEFAULT_OUT_10 = ROOT / "fixtures" / "tf1_conv"
+NOTEBOOK_12 = NOTEBOOKS / "12_clipping_and_hooks.ipynb"
+DEFAULT_OUT_12 = ROOT / "fixtures" / "tf1_clipping"
 
 
 def run_notebook_01(model_dir: Path) -> Path:
@@ -61,7 +65,7 @@ def run_notebook_01(model_dir: Path) -> Path:
 
 
 def run_notebook_comparing_nothing(notebook: Path, model_dir: Path) -> Path:
-    """Run notebook 09 or 10 at its defaults with `model_dir`, not comparing with its stored
+    """Run notebook 09, 10 or 12 at its defaults with `model_dir`, not comparing with its stored
     run (`compare_stored=False`); return `model_dir`, where it wrote its run."""
     parameters = {"model_dir": str(model_dir), "compare_stored": False}
     executed = model_dir.parent / f"{notebook.name[:2]}_executed.ipynb"
@@ -83,7 +87,7 @@ def write_manifest(directory: Path) -> dict[str, str]:
 
 
 def copy_run(model_dir: Path, out: Path, notebook: str = "01") -> dict:
-    """Copy the run that notebook 01 (or 09, 10) saved in `model_dir` to `out`; return its
+    """Copy the run that notebook 01 (or 09, 10, 12) saved in `model_dir` to `out`; return its
     tf1_run.json.
 
     `out` is replaced only when it is a stored run already (it has a manifest); any other
@@ -102,8 +106,9 @@ def copy_run(model_dir: Path, out: Path, notebook: str = "01") -> dict:
         for suffix in (".index", ".data-00000-of-00001"):
             shutil.copyfile(f"{prefix}{suffix}", out / "checkpoint" / f"{prefix.name}{suffix}")
         run[key] = f"checkpoint/{prefix.name}"
-    shutil.copytree(model_dir / run["saved_model"], out / "saved_model")
-    run["saved_model"] = "saved_model"
+    if "saved_model" in run:  # notebook 12 exports none
+        shutil.copytree(model_dir / run["saved_model"], out / "saved_model")
+        run["saved_model"] = "saved_model"
     option = "" if notebook == "01" else f" --notebook {notebook}"
     run["made_by"] = (
         f"python -m tools.make_tf1_fixture{option} (notebook {notebook} at its defaults)"
@@ -115,18 +120,20 @@ def copy_run(model_dir: Path, out: Path, notebook: str = "01") -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--notebook", choices=("01", "09", "10"), default="01")
+    parser.add_argument("--notebook", choices=("01", "09", "10", "12"), default="01")
     parser.add_argument(
         "--out",
         type=Path,
-        help="default: fixtures/tf1_reference (01), tf1_model_fn (09), tf1_conv (10)",
+        help="default: fixtures/tf1_reference (01), tf1_model_fn (09), tf1_conv (10), "
+        "tf1_clipping (12)",
     )
     args = parser.parse_args(argv)
-    outs = {"01": DEFAULT_OUT, "09": DEFAULT_OUT_09, "10": DEFAULT_OUT_10}
+    outs = {"01": DEFAULT_OUT, "09": DEFAULT_OUT_09, "10": DEFAULT_OUT_10, "12": DEFAULT_OUT_12}
     runs = {
         "01": run_notebook_01,
         "09": lambda model_dir: run_notebook_comparing_nothing(NOTEBOOK_09, model_dir),
         "10": lambda model_dir: run_notebook_comparing_nothing(NOTEBOOK_10, model_dir),
+        "12": lambda model_dir: run_notebook_comparing_nothing(NOTEBOOK_12, model_dir),
     }
     args.out = args.out or outs[args.notebook]
     run_notebook = runs[args.notebook]

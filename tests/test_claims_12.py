@@ -1,0 +1,65 @@
+"""Pins on the TensorFlow and Keras source that notebook 12 (clipping, Adam's epsilon, hooks
+and checkpoint retention) quotes but its cells do not assert.
+
+What the notebook runs on its own model (where each clipping lands, the cost of Keras'
+epsilon, the logged steps, the NaN stops, the checkpoints kept) its cells assert. Left here:
+the statements about the code that decides it, read in the files the notebook names, without
+starting TensorFlow, so that a release that moves one fails with the claim's name.
+`CrossShardOptimizer`'s scaling and sum, which the notebook quotes too, are pinned in
+test_claims_10.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+from support import KERAS_MAJOR, definition, installed_source
+
+
+@pytest.mark.reference_only
+def test_estimator_train_adds_its_own_nan_hook_before_the_model_fns_hooks() -> None:
+    source = installed_source("tensorflow_estimator", "python", "estimator", "estimator.py")
+    train = definition(source, "_train_with_estimator_spec", "def _evaluate_build_graph(")
+    nan_hook = "worker_hooks.append(tf.compat.v1.train.NanTensorHook(estimator_spec.loss))"
+    assert nan_hook in train
+    assert train.index(nan_hook) < train.index("worker_hooks.extend(estimator_spec.training_hooks)")
+    hooks = installed_source("tensorflow", "python", "training", "basic_session_run_hooks.py")
+    assert "def __init__(self, loss_tensor, fail_on_nan_loss=True):" in hooks
+
+
+@pytest.mark.reference_only
+def test_keep_checkpoint_max_is_the_savers_max_to_keep() -> None:
+    source = installed_source("tensorflow_estimator", "python", "estimator", "estimator.py")
+    train = definition(source, "_train_with_estimator_spec", "def _evaluate_build_graph(")
+    assert "max_to_keep=self._config.keep_checkpoint_max," in train
+
+
+def test_adam_epsilon_defaults_differ_between_tf1_and_keras() -> None:
+    tf1_adam = installed_source("tensorflow", "python", "training", "adam.py")
+    assert 'use_locking=False, name="Adam"' in tf1_adam.replace("'", '"')
+    assert "beta2=0.999, epsilon=1e-8," in tf1_adam
+    keras_adam = installed_source("keras", "src", "optimizers", "adam.py")
+    assert "beta_2=0.999, epsilon=1e-7," in keras_adam
+
+
+def test_where_keras_clips_under_a_strategy() -> None:
+    """Keras 2.15 sums the replicas' gradients and clips the sum; Keras 3 on TensorFlow clips
+    each replica's gradient (of its loss scaled by 1/replicas) and sums afterwards."""
+    if KERAS_MAJOR == 2:
+        source = installed_source("keras", "src", "optimizers", "optimizer.py")
+        assert (
+            "grads_and_vars = self.aggregate_gradients(grads_and_vars) "
+            "return super().apply_gradients(grads_and_vars, name=name)" in source
+        )
+        base = definition(source, "apply_gradients", "def _apply_weight_decay(")
+        assert "grads = self._clip_gradients(grads)" in base
+        return
+    base = installed_source("keras", "src", "optimizers", "base_optimizer.py")
+    apply = definition(base, "_backend_apply_gradients", "def _backend_update_step(")
+    clip = apply.rindex("grads = self._clip_gradients(grads)")
+    assert clip < apply.rindex("self._backend_update_step(")
+    tf_optimizer = installed_source("keras", "src", "backend", "tensorflow", "optimizer.py")
+    update = definition(tf_optimizer, "_backend_update_step", "def _distributed_tf_update_step(")
+    assert "grads_and_vars = self._all_reduce_sum_gradients(grads_and_vars)" in update
+    loss = installed_source("keras", "src", "losses", "loss.py")
+    scale = definition(loss, "scale_loss_for_distribution", "def unscale_loss_for_distribution(")
+    assert "ops.multiply( value, ops.cast(1.0 / num_replicas, value.dtype)" in scale
