@@ -213,5 +213,6 @@ from notebook_cases_09 import CASES_09  # noqa: E402
 from notebook_cases_10 import CASES_10  # noqa: E402
 from notebook_cases_11 import CASES_11  # noqa: E402
 from notebook_cases_12 import CASES_12  # noqa: E402
+from notebook_cases_13 import CASES_13  # noqa: E402
 
-CASES += CASES_04 + CASES_05 + CASES_09 + CASES_10 + CASES_11 + CASES_12
+CASES += CASES_04 + CASES_05 + CASES_09 + CASES_10 + CASES_11 + CASES_12 + CASES_13

@@ -9,7 +9,8 @@
   to fetch from the network),
 - loads the index, the cheat sheet, every notebook page and a search; checks code cells,
   outputs, tracebacks, tables, images (complete and naturalWidth > 0), copy buttons, the
-  Colab launch link, heading anchors, console errors; saves full-page screenshots.
+  Colab launch link, heading anchors, console errors, and that no code line, output or table
+  is wider than its box (cut off at the right edge); saves full-page screenshots.
 Exit code 0 when every check passes.
 """
 
@@ -75,6 +76,14 @@ PAGE_STATS_JS = """() => {
                                     return !!b && b.offsetWidth > 0 && b.offsetHeight > 0; })(),
     stylesheets_applied: getComputedStyle(document.body).fontFamily,
     overflowing_x: document.documentElement.scrollWidth > document.documentElement.clientWidth,
+    // code, outputs and tables whose content is wider than their box: cut off at the right
+    // edge (or behind a sideways scrollbar), each with its longest line
+    cut_off: [...document.querySelectorAll(
+        'article pre, article table, article div.highlight, div.cell_output')]
+      .filter(e => e.scrollWidth > e.clientWidth + 1)
+      .map(e => `${e.tagName.toLowerCase()} ${e.scrollWidth}px in ${e.clientWidth}px: ` +
+                (e.innerText || '').split('\\n').reduce((a, b) => b.length > a.length ? b : a, '')
+                  .slice(0, 80)),
     sidebar_links: document.querySelectorAll('.bd-sidebar-primary a.reference').length,
   };
 }"""
@@ -140,7 +149,7 @@ def check_in_browser(root: Path, shots: Path) -> dict:
             ),
         )
 
-        targets = ["index.html", "cheatsheet.html", "surface.html"] + [
+        targets = ["index.html", "finder.html", "cheatsheet.html", "surface.html"] + [
             f"notebooks/{p.name}" for p in notebooks
         ]
         for rel in targets:
@@ -156,6 +165,7 @@ def check_in_browser(root: Path, shots: Path) -> dict:
             results[rel] = stats
 
             check(stats["sidebar_links"] > 0, f"{rel}: no navigation sidebar")
+            check(not stats["cut_off"], f"{rel}: cut off at the right edge: {stats['cut_off'][:3]}")
             check(
                 "sans" in stats["stylesheets_applied"].lower()
                 or "apple-system" in stats["stylesheets_applied"],

@@ -47,6 +47,10 @@ TF1_CONCEPTS = [
     "AdamOptimizer",
     "LoggingTensorHook",
     "keep_checkpoint_max",
+    "build_parsing_serving_input_receiver_fn",
+    "ClassificationOutput",
+    "exporters=",
+    "predict_keys",
 ]
 
 
@@ -76,7 +80,7 @@ def site() -> Path:
 
 
 def test_site_builds_with_warnings_as_errors_and_has_every_notebook(site):
-    for page in ("index.html", "cheatsheet.html", "surface.html"):
+    for page in ("index.html", "finder.html", "cheatsheet.html", "surface.html"):
         assert (site / page).is_file(), page
     for path in notebook_paths():
         assert (site / "notebooks" / f"{path.stem}.html").is_file(), path.name
@@ -92,9 +96,46 @@ def test_pages_load_nothing_from_the_network(site):
     assert dict(check_site(site).external_loaded) == {}
 
 
+CHEAT_SHEET_GROUPS = [  # where a name appears in TensorFlow 1 code
+    "`TPUEstimator(...)` and where it runs",
+    "`RunConfig` and `TPUConfig`",
+    "`model_fn` and `TPUEstimatorSpec`",
+    "`input_fn`",
+    "Hooks and training progress",
+    "Checkpoints",
+    "Export, serving and prediction",
+    "`train_and_evaluate` and several machines",
+]
+
+
+def cheat_sheet_groups() -> dict[str, list[list[str]]]:
+    """Each `## ` section of the cheat sheet: its table's rows, without the header."""
+    groups: dict[str, list[list[str]]] = {}
+    for line in CHEAT_SHEET.read_text().splitlines():
+        if line.startswith("## "):
+            rows = groups.setdefault(line[3:].strip(), [])
+        elif line.startswith("| ") and not line.startswith("| TensorFlow 1 |"):
+            rows.append([cell.strip() for cell in line.strip("|").split(" | ")])
+    return groups
+
+
 def cheat_sheet_rows() -> list[list[str]]:
-    lines = [line for line in CHEAT_SHEET.read_text().splitlines() if line.startswith("| ")]
-    return [[cell.strip() for cell in line.strip("|").split(" | ")] for line in lines[1:]]
+    return [row for rows in cheat_sheet_groups().values() for row in rows]
+
+
+def test_cheat_sheet_is_grouped_by_where_the_name_appears():
+    groups = cheat_sheet_groups()
+    assert list(groups) == CHEAT_SHEET_GROUPS
+    assert all(groups.values()), [name for name, rows in groups.items() if not rows]
+    text = CHEAT_SHEET.read_text()
+    assert text.count("| TensorFlow 1 |") == len(CHEAT_SHEET_GROUPS)  # one table per group
+    assert not re.search(r"^\| ", text.split("\n## ", 1)[0], re.M)  # no row before the first group
+
+
+def test_the_finder_page_links_every_notebook(site):
+    page = (site / "finder.html").read_text()
+    for path in notebook_paths():
+        assert f'href="notebooks/{path.stem}.html' in page, path.name
 
 
 @pytest.mark.parametrize("concept", TF1_CONCEPTS)

@@ -209,7 +209,11 @@ def test_make_run_prints_progress_and_results_and_the_kernels_own_stderr(tmp_pat
         timeout=300,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    assert result.stderr == "written to the kernel stderr\n"
+    # ipykernel logs this when the shutdown's interrupt reaches it while it still processes a
+    # message (kernelbase.py, dispatch_shell), which a loaded machine makes likely: noise of
+    # the shutdown, not of the notebook
+    shutdown_noise = "KeyboardInterrupt caught in kernel.\n"
+    assert result.stderr.replace(shutdown_noise, "") == "written to the kernel stderr\n"
     lines = [line for line in result.stdout.splitlines() if line.strip()]
     assert lines[0] == "[1/1] running quiet.ipynb ..."
     assert re.fullmatch(r" +PASS quiet\.ipynb +\d+\.\ds  Runtime: CPU \| x", lines[1])

@@ -5,7 +5,8 @@ in fixtures/tf1_conv, with `model.ckpt-0` as `checkpoint` and the last checkpoin
 `final_checkpoint`, both copied. With `--notebook 09` it stores notebook 09's run (its
 `model_fn` with feature columns) in fixtures/tf1_model_fn instead, and with `--notebook 12`
 notebook 12's (clipping and hooks; its last checkpoint, no SavedModel) in
-fixtures/tf1_clipping, the same way: the notebook
+fixtures/tf1_clipping, and with `--notebook 13` notebook 13's (exporters and serving; its
+final export, no checkpoint) in fixtures/tf1_export, the same way: the notebook
 runs at its defaults with `model_dir` a new temporary folder and `compare_stored=False`, and
 writes its run into `model_dir` (`tf1_run.json` with the same `checkpoint` and `saved_model`
 paths, documented in its "The run, stored"); notebooks 09 and 10 themselves check a live run
@@ -52,6 +53,8 @@ NOTEBOOK_10 = NOTEBOOKS / "10_conv_batch_norm.ipynb"
 DEFAULT_OUT_10 = ROOT / "fixtures" / "tf1_conv"
 NOTEBOOK_12 = NOTEBOOKS / "12_clipping_and_hooks.ipynb"
 DEFAULT_OUT_12 = ROOT / "fixtures" / "tf1_clipping"
+NOTEBOOK_13 = NOTEBOOKS / "13_export_and_serving.ipynb"
+DEFAULT_OUT_13 = ROOT / "fixtures" / "tf1_export"
 
 
 def run_notebook_01(model_dir: Path) -> Path:
@@ -65,7 +68,7 @@ def run_notebook_01(model_dir: Path) -> Path:
 
 
 def run_notebook_comparing_nothing(notebook: Path, model_dir: Path) -> Path:
-    """Run notebook 09, 10 or 12 at its defaults with `model_dir`, not comparing with its stored
+    """Run notebook 09, 10, 12 or 13 at its defaults with `model_dir`, not comparing with its stored
     run (`compare_stored=False`); return `model_dir`, where it wrote its run."""
     parameters = {"model_dir": str(model_dir), "compare_stored": False}
     executed = model_dir.parent / f"{notebook.name[:2]}_executed.ipynb"
@@ -87,7 +90,7 @@ def write_manifest(directory: Path) -> dict[str, str]:
 
 
 def copy_run(model_dir: Path, out: Path, notebook: str = "01") -> dict:
-    """Copy the run that notebook 01 (or 09, 10, 12) saved in `model_dir` to `out`; return its
+    """Copy the run that notebook 01 (or 09, 10, 12, 13) saved in `model_dir` to `out`; return its
     tf1_run.json.
 
     `out` is replaced only when it is a stored run already (it has a manifest); any other
@@ -98,11 +101,12 @@ def copy_run(model_dir: Path, out: Path, notebook: str = "01") -> dict:
         shutil.rmtree(out)
     elif out.exists() and any(out.iterdir()):
         raise SystemExit(f"{out} holds files but no {MANIFEST}: choose an empty or new --out")
-    (out / "checkpoint").mkdir(parents=True)
+    out.mkdir(parents=True, exist_ok=True)
     for key in ("checkpoint", "final_checkpoint"):  # notebook 10 stores its last one too
         if key not in run:
             continue
         prefix = model_dir / run[key]
+        (out / "checkpoint").mkdir(exist_ok=True)
         for suffix in (".index", ".data-00000-of-00001"):
             shutil.copyfile(f"{prefix}{suffix}", out / "checkpoint" / f"{prefix.name}{suffix}")
         run[key] = f"checkpoint/{prefix.name}"
@@ -120,20 +124,27 @@ def copy_run(model_dir: Path, out: Path, notebook: str = "01") -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--notebook", choices=("01", "09", "10", "12"), default="01")
+    parser.add_argument("--notebook", choices=("01", "09", "10", "12", "13"), default="01")
     parser.add_argument(
         "--out",
         type=Path,
         help="default: fixtures/tf1_reference (01), tf1_model_fn (09), tf1_conv (10), "
-        "tf1_clipping (12)",
+        "tf1_clipping (12), tf1_export (13)",
     )
     args = parser.parse_args(argv)
-    outs = {"01": DEFAULT_OUT, "09": DEFAULT_OUT_09, "10": DEFAULT_OUT_10, "12": DEFAULT_OUT_12}
+    outs = {
+        "01": DEFAULT_OUT,
+        "09": DEFAULT_OUT_09,
+        "10": DEFAULT_OUT_10,
+        "12": DEFAULT_OUT_12,
+        "13": DEFAULT_OUT_13,
+    }
     runs = {
         "01": run_notebook_01,
         "09": lambda model_dir: run_notebook_comparing_nothing(NOTEBOOK_09, model_dir),
         "10": lambda model_dir: run_notebook_comparing_nothing(NOTEBOOK_10, model_dir),
         "12": lambda model_dir: run_notebook_comparing_nothing(NOTEBOOK_12, model_dir),
+        "13": lambda model_dir: run_notebook_comparing_nothing(NOTEBOOK_13, model_dir),
     }
     args.out = args.out or outs[args.notebook]
     run_notebook = runs[args.notebook]
@@ -147,7 +158,8 @@ def main(argv: list[str] | None = None) -> int:
         run = copy_run(model_dir, args.out.resolve(), args.notebook)
     total = sum(path.stat().st_size for path in args.out.rglob("*") if path.is_file())
     print(f"wrote {args.out} ({total / 1024:.0f} KB) with TensorFlow {run['tensorflow']}")
-    print(f"final loss {run['losses'][-1]:.8f}")
+    if "losses" in run:  # notebook 13's run has evaluation losses only
+        print(f"final loss {run['losses'][-1]:.8f}")
     return 0
 
 

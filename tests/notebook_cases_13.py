@@ -1,0 +1,30 @@
+"""papermill cases for 13_export_and_serving (same `Case` as notebook_cases.CASES).
+
+Every good run asserts, inside the notebook, that `fit` with an evaluation after every
+`STEPS_PER_EVAL` steps matches the TPUEstimator run's evaluation losses within 1e-5, that the
+exporting callback keeps the steps `BestExporter`, `LatestExporter` and `FinalExporter` kept,
+that the TF2 export's `tf.Example` signatures serve the TF1 export's scores and regression
+values within 1e-5, that the TF1 export's signatures carry the classify and regress method
+names and the TF2 export's the predict one only, and that `Model.predict` matches
+`predict(predict_keys=...)`. In the reference lane the TensorFlow 1 cells run too, and the
+notebook checks their run against the stored one (fixtures/tf1_export).
+"""
+
+from __future__ import annotations
+
+from notebook_cases import COLAB, Case
+
+NOTEBOOK = "13_export_and_serving.ipynb"
+
+CASES_13 = [
+    Case(NOTEBOOK, lanes=COLAB),
+    Case(NOTEBOOK, {"virtual_replicas": 1}),
+    Case(NOTEBOOK, {"virtual_replicas": 2}),
+    Case(
+        NOTEBOOK,
+        {"virtual_replicas": 3},
+        "ParameterError",
+        "virtual_replicas=3 (int): expected one of 1, 2, 4, 8",
+    ),
+    Case(NOTEBOOK, {"compare_stored": "yes"}, "ParameterError", "compare_stored='yes' (str)"),
+]
