@@ -207,6 +207,25 @@ CASES = [
 ]
 
 
+def stored_run_cases(notebook: str, two_replicas: dict[str, Any] | None = None) -> list[Case]:
+    """The cases of a notebook that compares itself with a stored TPUEstimator run (09, 10, 12,
+    13): its defaults in the Colab lane; 1 and 2 replicas in both full lanes (`two_replicas`:
+    other parameters folded into the second run); a replica count its global batch does not
+    allow, and a `compare_stored` that is not a bool, both stopped by the validation cell."""
+    return [
+        Case(notebook, lanes=COLAB),
+        Case(notebook, {"virtual_replicas": 1}),
+        Case(notebook, {"virtual_replicas": 2, **(two_replicas or {})}),
+        Case(
+            notebook,
+            {"virtual_replicas": 3},
+            "ParameterError",
+            "virtual_replicas=3 (int): expected one of 1, 2, 4, 8",
+        ),
+        Case(notebook, {"compare_stored": "yes"}, "ParameterError", "compare_stored='yes' (str)"),
+    ]
+
+
 from notebook_cases_04 import CASES_04  # noqa: E402 (uses Case from this module)
 from notebook_cases_05 import CASES_05  # noqa: E402
 from notebook_cases_09 import CASES_09  # noqa: E402

@@ -11,19 +11,8 @@ TensorFlow 1 cells run too, and the notebook checks their run against the stored
 
 from __future__ import annotations
 
-from notebook_cases import COLAB, Case
+from notebook_cases import stored_run_cases
 
 NOTEBOOK = "09_real_model_fn.ipynb"
 
-CASES_09 = [
-    Case(NOTEBOOK, lanes=COLAB),
-    Case(NOTEBOOK, {"virtual_replicas": 1}),
-    Case(NOTEBOOK, {"virtual_replicas": 2, "seed": 7}),
-    Case(
-        NOTEBOOK,
-        {"virtual_replicas": 3},
-        "ParameterError",
-        "virtual_replicas=3 (int): expected one of 1, 2, 4, 8",
-    ),
-    Case(NOTEBOOK, {"compare_stored": "yes"}, "ParameterError", "compare_stored='yes' (str)"),
-]
+CASES_09 = stored_run_cases(NOTEBOOK, two_replicas={"seed": 7})

@@ -13,19 +13,8 @@ notebook checks their run against the stored one (fixtures/tf1_clipping).
 
 from __future__ import annotations
 
-from notebook_cases import COLAB, Case
+from notebook_cases import stored_run_cases
 
 NOTEBOOK = "12_clipping_and_hooks.ipynb"
 
-CASES_12 = [
-    Case(NOTEBOOK, lanes=COLAB),
-    Case(NOTEBOOK, {"virtual_replicas": 1}),
-    Case(NOTEBOOK, {"virtual_replicas": 2}),
-    Case(
-        NOTEBOOK,
-        {"virtual_replicas": 3},
-        "ParameterError",
-        "virtual_replicas=3 (int): expected one of 1, 2, 4, 8",
-    ),
-    Case(NOTEBOOK, {"compare_stored": "yes"}, "ParameterError", "compare_stored='yes' (str)"),
-]
+CASES_12 = stored_run_cases(NOTEBOOK)

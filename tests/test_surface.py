@@ -7,8 +7,9 @@ of `tpu.RunConfig` and of the `RunConfig` it passes its keyword arguments to, ev
 `InputPipelineConfig` value, `train_and_evaluate` with its parameters and the fields of
 `TrainSpec` and `EvalSpec`, the exporters, the hooks of `tf.compat.v1.estimator`,
 `tf.compat.v1.train` and `tf.compat.v1.estimator.experimental`, the receivers and
-outputs of `tf.compat.v1.estimator.export`, and the columns of `tf.compat.v1.feature_column`. A name added by another estimator release fails
-here until the page answers it; a row whose name the API no longer has fails too. Each row
+outputs of `tf.compat.v1.estimator.export`, and the columns of `tf.compat.v1.feature_column`.
+A name added by another estimator release fails here until the page answers it; a row whose
+name the API no longer has fails too. Each row
 must say where it is shown or what it rests on (its last column is never empty).
 """
 
