@@ -7,7 +7,8 @@
   `executable_path` is given, so `playwright install` is never needed),
 - aborts and records every request that is not to the local server (= what the pages try
   to fetch from the network),
-- loads the index, the cheat sheet, every notebook page and a search; checks code cells,
+- loads the index, the cheat sheet, every notebook page and a search (and runs Sphinx's search
+  for every TF1 name of the surface page, which must be among the results); checks code cells,
   outputs, tracebacks, tables, images (complete and naturalWidth > 0), copy buttons, the
   Colab launch link, heading anchors, console errors, and that no code line, output or table
   is wider than its box (cut off at the right edge); saves full-page screenshots.
@@ -19,6 +20,7 @@ from __future__ import annotations
 import functools
 import http.server
 import json
+import re
 import sys
 import threading
 import time
@@ -27,7 +29,7 @@ from urllib.parse import urlsplit
 
 from playwright.sync_api import sync_playwright
 
-from tools.project import NOTEBOOKS, colab_url
+from tools.project import NOTEBOOKS, ROOT, colab_url
 
 
 def notebook_plots(name: str) -> int:
@@ -39,6 +41,19 @@ def notebook_plots(name: str) -> int:
         for output in cell.get("outputs", [])
     )
 
+
+def surface_names() -> list[str]:
+    """Every TF1 name docs/surface.md has a row for (the first cell of its tables' rows)."""
+    text = (ROOT / "docs" / "surface.md").read_text()
+    return re.findall(r"^\| `([^`]+)` \|", text, re.M)
+
+
+# Sphinx's own search (searchtools.js: the query parsed and stemmed, then run on the index);
+# the names whose results do not include the surface page
+UNFOUND_NAMES_JS = """(names) => names.filter(name => {
+  const results = Search._performSearch(...Search._parseQuery(name));
+  return !results.some(result => result[0] === 'surface');
+})"""
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = [
@@ -243,6 +258,12 @@ def check_in_browser(root: Path, shots: Path) -> dict:
         )
         results["search"] = {"query": "TPUClusterResolver", "hits": hits}
         check(any("00_setup" in h for h in hits), f"search found no 00_setup hit: {hits}")
+        names = surface_names()
+        unfound = page.evaluate(UNFOUND_NAMES_JS, names)
+        results["search"]["surface_names"] = {"searched": len(names), "unfound": unfound}
+        check(
+            len(names) > 100 and not unfound, f"search does not find on the surface page: {unfound}"
+        )
         page.screenshot(path=str(shots / "search.png"), full_page=True)
 
         browser.close()
