@@ -47,14 +47,14 @@ from tools.project import NOTEBOOKS, ROOT
 
 NOTEBOOK = NOTEBOOKS / "01_tpu_estimator.ipynb"
 DEFAULT_OUT = ROOT / "fixtures" / "tf1_reference"
-NOTEBOOK_09 = NOTEBOOKS / "09_real_model_fn.ipynb"
-DEFAULT_OUT_09 = ROOT / "fixtures" / "tf1_model_fn"
-NOTEBOOK_10 = NOTEBOOKS / "10_conv_batch_norm.ipynb"
-DEFAULT_OUT_10 = ROOT / "fixtures" / "tf1_conv"
-NOTEBOOK_12 = NOTEBOOKS / "12_clipping_and_hooks.ipynb"
-DEFAULT_OUT_12 = ROOT / "fixtures" / "tf1_clipping"
-NOTEBOOK_13 = NOTEBOOKS / "13_export_and_serving.ipynb"
-DEFAULT_OUT_13 = ROOT / "fixtures" / "tf1_export"
+# --notebook NN: the notebook whose run is stored, and the fixture folder it goes to
+STORED_RUNS = {
+    "01": (NOTEBOOK.name, DEFAULT_OUT.name),
+    "09": ("09_real_model_fn.ipynb", "tf1_model_fn"),
+    "10": ("10_conv_batch_norm.ipynb", "tf1_conv"),
+    "12": ("12_clipping_and_hooks.ipynb", "tf1_clipping"),
+    "13": ("13_export_and_serving.ipynb", "tf1_export"),
+}
 
 
 def run_notebook_01(model_dir: Path) -> Path:
@@ -124,30 +124,17 @@ def copy_run(model_dir: Path, out: Path, notebook: str = "01") -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--notebook", choices=("01", "09", "10", "12", "13"), default="01")
-    parser.add_argument(
-        "--out",
-        type=Path,
-        help="default: fixtures/tf1_reference (01), tf1_model_fn (09), tf1_conv (10), "
-        "tf1_clipping (12), tf1_export (13)",
-    )
+    parser.add_argument("--notebook", choices=tuple(STORED_RUNS), default="01")
+    folders = ", ".join(f"{folder} ({number})" for number, (_, folder) in STORED_RUNS.items())
+    parser.add_argument("--out", type=Path, help=f"default: under fixtures/, {folders}")
     args = parser.parse_args(argv)
-    outs = {
-        "01": DEFAULT_OUT,
-        "09": DEFAULT_OUT_09,
-        "10": DEFAULT_OUT_10,
-        "12": DEFAULT_OUT_12,
-        "13": DEFAULT_OUT_13,
-    }
-    runs = {
-        "01": run_notebook_01,
-        "09": lambda model_dir: run_notebook_comparing_nothing(NOTEBOOK_09, model_dir),
-        "10": lambda model_dir: run_notebook_comparing_nothing(NOTEBOOK_10, model_dir),
-        "12": lambda model_dir: run_notebook_comparing_nothing(NOTEBOOK_12, model_dir),
-        "13": lambda model_dir: run_notebook_comparing_nothing(NOTEBOOK_13, model_dir),
-    }
-    args.out = args.out or outs[args.notebook]
-    run_notebook = runs[args.notebook]
+    notebook_name, folder = STORED_RUNS[args.notebook]
+    args.out = args.out or ROOT / "fixtures" / folder
+    if args.notebook == "01":
+        run_notebook = run_notebook_01
+    else:
+        notebook = NOTEBOOKS / notebook_name
+        run_notebook = lambda model_dir: run_notebook_comparing_nothing(notebook, model_dir)  # noqa: E731
     try:
         import tensorflow_estimator  # noqa: F401
     except ImportError:
