@@ -45,7 +45,7 @@ def notebook_plots(name: str) -> int:
 def surface_names() -> list[str]:
     """Every TF1 name docs/surface.md has a row for (the first cell of its tables' rows)."""
     text = (ROOT / "docs" / "surface.md").read_text()
-    return re.findall(r"^\| `([^`]+)` \|", text, re.M)
+    return list(dict.fromkeys(re.findall(r"^\| `([^`]+)` \|", text, re.M)))  # once each
 
 
 # Sphinx's own search (searchtools.js: the query parsed and stemmed, then run on the index);

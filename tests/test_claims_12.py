@@ -63,3 +63,36 @@ def test_where_keras_clips_under_a_strategy() -> None:
     loss = installed_source("keras", "src", "losses", "loss.py")
     scale = definition(loss, "scale_loss_for_distribution", "def unscale_loss_for_distribution(")
     assert "ops.multiply( value, ops.cast(1.0 / num_replicas, value.dtype)" in scale
+
+
+def test_profiler_hook_traces_into_timelines_through_a_tf1_file_writer() -> None:
+    """ProfilerHook writes `timeline-<step>.json` Chrome traces of FULL_TRACE steps, and its
+    constructor opens a TF1 FileWriter (which raises under eager execution)."""
+    hooks = installed_source("tensorflow", "python", "training", "basic_session_run_hooks.py")
+    profiler = hooks[hooks.index("class ProfilerHook(") : hooks.index("def _as_graph_element(")]
+    init = definition(profiler, "__init__", "def begin(")
+    assert 'self._output_file = os.path.join(output_dir, "timeline-{}.json")' in init
+    assert "self._file_writer = SummaryWriterCache.get(output_dir)" in init
+    assert "config_pb2.RunOptions(trace_level=config_pb2.RunOptions.FULL_TRACE)" in profiler
+    assert "trace.generate_chrome_trace_format(" in profiler
+    writer = installed_source("tensorflow", "python", "summary", "writer", "writer.py")
+    assert "v1.summary.FileWriter is not compatible with eager execution." in writer
+
+
+def test_tensorboard_profiles_with_tensorflows_profiler() -> None:
+    """TensorBoard(profile_batch=...) starts and stops tf.profiler.experimental, into log_dir
+    in Keras 2 and log_dir/train in Keras 3."""
+    if KERAS_MAJOR == 2:
+        source = installed_source("keras", "src", "callbacks.py")
+        assert "self._start_profiler(logdir=self.log_dir)" in source
+        start = definition(source, "_start_profiler", "def _stop_profiler(")
+        assert "tf.profiler.experimental.start(logdir=logdir)" in start
+        return
+    source = installed_source("keras", "src", "callbacks", "tensorboard.py")
+    assert 'self._train_dir = os.path.join(self._log_write_dir, "train")' in source
+    assert "self._start_profiler(logdir=self._train_dir)" in source
+    start = definition(source, "_start_profiler", "def _stop_profiler(")
+    assert "backend.tensorboard.start_trace(logdir)" in start
+    backend = installed_source("keras", "src", "backend", "tensorflow", "tensorboard.py")
+    assert "tf.profiler.experimental.start(logdir=logdir)" in backend
+    assert "tf.profiler.experimental.stop(save=save)" in backend

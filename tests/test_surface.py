@@ -23,6 +23,7 @@ from support import ROOT
 
 pytestmark = [pytest.mark.tensorflow, pytest.mark.reference_only]
 SURFACE_PAGE = ROOT / "docs" / "surface.md"
+JAX_SECTION = "Keras 3 on JAX"
 
 
 def parameters(function) -> list[str]:
@@ -83,9 +84,14 @@ def page_rows() -> dict[str, dict[str, list[str]]]:
     return sections
 
 
+def api_rows() -> dict[str, dict[str, list[str]]]:
+    """The sections that map the API, without the Keras 3 on JAX section."""
+    return {section: rows for section, rows in page_rows().items() if section != JAX_SECTION}
+
+
 def test_every_name_of_the_api_has_a_row_and_every_row_a_name():
     expected = api_names()
-    rows = page_rows()
+    rows = api_rows()
     assert sorted(rows) == sorted(expected)
     missing = {section: sorted(names - set(rows[section])) for section, names in expected.items()}
     stale = {section: sorted(set(rows[section]) - names) for section, names in expected.items()}
@@ -99,7 +105,18 @@ def test_every_name_of_the_api_has_a_row_and_every_row_a_name():
 
 
 def test_every_row_answers_for_fit_and_the_loop_and_says_where_it_rests():
-    for section, rows in page_rows().items():
+    for section, rows in api_rows().items():
         for name, cells in rows.items():
             assert len(cells) == 4, f"{section}: {name}: {len(cells)} columns"
             assert all(cells[1:]), f"{section}: {name}: an empty column"
+
+
+def test_each_keras_3_on_jax_row_names_a_row_of_the_api_and_where_it_rests():
+    """The JAX section answers names the page has, each with a notebook cell or a source file."""
+    sections = page_rows()
+    jax_rows = sections[JAX_SECTION]
+    names = {name for section, rows in api_rows().items() for name in rows}
+    assert jax_rows and set(jax_rows) <= names, sorted(set(jax_rows) - names)
+    for name, cells in jax_rows.items():
+        assert len(cells) == 3 and all(cells), f"{JAX_SECTION}: {name}: {cells}"
+        assert "](notebooks/" in cells[2] or ".py`" in cells[2], f"{name}: rests on nothing"

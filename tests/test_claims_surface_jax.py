@@ -1,0 +1,110 @@
+"""Pins on the Keras 3 source that the Keras 3 on JAX section of docs/surface.md rests on.
+
+The section's rows link notebook 11 where a cell runs them; the rest name a Keras file and
+function, read here without importing Keras, so that a release that changes one fails with
+the claim's name. Keras 2 has no JAX backend: the reference lane skips these.
+"""
+
+from __future__ import annotations
+
+import pytest
+from support import KERAS_MAJOR, definition, installed_source
+
+pytestmark = pytest.mark.skipif(KERAS_MAJOR == 2, reason="Keras 2 has no JAX backend")
+
+
+def keras_source(*parts: str) -> str:
+    return installed_source("keras", "src", *parts)
+
+
+def test_a_layer_is_a_tensorflow_trackable_on_the_tensorflow_backend_only() -> None:
+    """tf.train.Checkpoint and tf.saved_model.save take TensorFlow trackables; a Keras 3 layer
+    is one through TFLayer, its base on the TensorFlow backend, and JaxLayer's base is not."""
+    layer = keras_source("layers", "layer.py")
+    assert "from keras.src.backend.tensorflow.layer import TFLayer as BackendLayer" in layer
+    assert "from keras.src.backend.jax.layer import JaxLayer as BackendLayer" in layer
+    assert "class Layer(BackendLayer, Operation):" in layer
+    assert "class TFLayer(KerasAutoTrackable):" in keras_source("backend", "tensorflow", "layer.py")
+    jax_layer = keras_source("backend", "jax", "layer.py")
+    assert "BaseLayer = object" in jax_layer and "class BaseLayer(nnx.Module):" in jax_layer
+    assert "Trackable" not in jax_layer
+    checkpoint = installed_source("tensorflow", "python", "checkpoint", "checkpoint.py")
+    trackable = definition(
+        checkpoint, "_assert_trackable", "def _update_checkpoint_state_internal("
+    )
+    assert (
+        "if not isinstance( obj, (base.Trackable, def_function.Function)): raise ValueError("
+        in trackable
+    )
+    save = installed_source("tensorflow", "python", "saved_model", "save.py")
+    assert "if not isinstance(obj, base.Trackable): raise ValueError(" in save
+
+
+def test_the_jax_trainer_takes_one_gradient_of_the_global_batch_and_the_optimizer_clips_it() -> (
+    None
+):
+    trainer = keras_source("backend", "jax", "trainer.py")
+    step = definition(trainer, "train_step", "def test_step(")
+    assert "grad_fn = jax.value_and_grad( self.compute_loss_and_updates, has_aux=True )" in step
+    assert (
+        "self.optimizer.stateless_apply( optimizer_variables, grads, trainable_variables )" in step
+    )
+    assert "all_reduce" not in keras_source("backend", "jax", "optimizer.py")
+    optimizer = keras_source("optimizers", "base_optimizer.py")
+    clip = definition(optimizer, "_clip_gradients", "def exclude_from_weight_decay(")
+    assert "return clip_by_global_norm(grads, self.global_clipnorm)" in clip
+
+
+def test_steps_per_execution_runs_its_steps_as_separate_calls_on_jax() -> None:
+    trainer = keras_source("backend", "jax", "trainer.py")
+    make = definition(trainer, "_make_function", "def make_train_function(")
+    assert "for _ in range(self.steps_per_execution - 1): data = next(iterator)" in make
+    assert "outputs, state = step_function(state, data)" in make
+    train_function = definition(trainer, "make_train_function", "def make_test_function(")
+    assert "train_step = jit(" in train_function
+    assert "step_function = self._make_function(train_step)" in train_function
+
+
+def test_callbacks_reach_the_jax_state_through_self_model() -> None:
+    callback = keras_source("callbacks", "callback.py")
+    start = callback.index("def model(self):")
+    model = callback[start : callback.index("return self._model ", start)]
+    assert 'backend.backend() == "jax"' in model and "self._model.jax_state_sync()" in model
+
+
+def test_tensorboard_does_not_profile_on_jax_below_python_3_12() -> None:
+    board = keras_source("callbacks", "tensorboard.py")
+    init = definition(board, "__init__", "def set_model(")
+    assert 'elif backend.backend() == "jax": if sys.version_info[1] < 12:' in init
+    assert "requires python >= 3.12." in init and "profile_batch = 0" in init
+    jax_board = keras_source("backend", "jax", "tensorboard.py")
+    assert "jax.profiler.start_trace(logdir)" in jax_board
+    assert "jax.profiler.stop_trace()" in jax_board
+
+
+def test_the_jax_export_converts_with_jax2tf() -> None:
+    export = keras_source("backend", "jax", "export.py")
+    assert "class JaxExportArchive(SavedModelExportArchive):" in export
+    assert "jax2tf_kwargs" in export
+    saved_model = keras_source("export", "saved_model.py")
+    assert (
+        "def export_saved_model( model, filepath, verbose=None, input_signature=None, **kwargs ):"
+        in saved_model
+    )
+    assert "class ExportArchive:" in saved_model and "def track_and_add_endpoint(" in saved_model
+
+
+def test_data_parallel_splits_the_first_dimension_and_initialize_starts_jax_distributed() -> None:
+    distribution = keras_source("distribution", "distribution_lib.py")
+    data_parallel = distribution[distribution.index("class DataParallel(") :]
+    layout = definition(data_parallel, "get_data_layout", "def get_variable_layout(")
+    assert "data_shard_spec[0] = self.batch_dim_name # Shard on the first dim" in layout
+    assert (
+        "def initialize(job_addresses=None, num_processes=None, process_id=None):" in distribution
+    )
+    assert "jax.distributed.initialize(" in keras_source("backend", "jax", "distribution_lib.py")
+
+
+def test_model_checkpoint_writes_keras_files() -> None:
+    checkpoint = keras_source("callbacks", "model_checkpoint.py")
+    assert "self.model.save_weights(" in checkpoint and "self.model.save(" in checkpoint
