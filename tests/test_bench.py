@@ -97,6 +97,17 @@ def test_quick_run_writes_a_markdown_table_and_json(tmp_path):
     assert "| workload | replicas | path | steps/call | steps/s |" in markdown
 
 
+def test_the_jax_worker_keeps_other_xla_flags_and_waits_for_late_collectives(monkeypatch):
+    from tools import bench_jax
+
+    monkeypatch.setenv(
+        "XLA_FLAGS", "--xla_cpu_max_isa=AVX2 --xla_force_host_platform_device_count=8"
+    )
+    flags = bench_jax.environment(2)["XLA_FLAGS"].split()
+    assert flags[:2] == ["--xla_cpu_max_isa=AVX2", "--xla_force_host_platform_device_count=2"]
+    assert set(bench_jax.PATIENT_COLLECTIVES) <= set(flags) and len(flags) == 4
+
+
 @pytest.mark.tensorflow
 def test_a_quick_keras_3_on_jax_worker_measures_both_paths_on_two_devices():
     """`make bench-current`'s JAX rows (tools.bench_jax), in the lane that has JAX: about 15 s."""

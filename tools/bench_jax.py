@@ -44,12 +44,30 @@ def available() -> bool:
     return True
 
 
+# XLA's CPU all-reduce ends the process when one device's thread has not joined it within 40 s
+# (`Termination timeout for all reduce ... of 40 seconds exceeded`): on a loaded 2-core machine
+# running the other lanes beside this one, a device thread was once that late. The bench
+# measures rates, so it waits for a slow thread instead of dying; the flags are XLA's own.
+PATIENT_COLLECTIVES = (
+    "--xla_cpu_collective_call_warn_stuck_timeout_seconds=300",
+    "--xla_cpu_collective_call_terminate_timeout_seconds=900",
+)
+
+
 def environment(replicas: int) -> dict[str, str]:
-    """The worker's environment: JAX's backend for Keras and `replicas` CPU devices."""
+    """The worker's environment: JAX's backend for Keras, `replicas` CPU devices, and
+    collectives that wait for a late device thread (PATIENT_COLLECTIVES)."""
     from helpers.jax_runtime import with_host_device_count
 
-    flags = with_host_device_count(os.environ.get("XLA_FLAGS", ""), replicas)
-    return {**os.environ, "KERAS_BACKEND": "jax", "XLA_FLAGS": flags, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    flags = with_host_device_count(os.environ.get("XLA_FLAGS", ""), replicas).split()
+    flags += [flag for flag in PATIENT_COLLECTIVES if flag not in flags]
+    xla_flags = " ".join(flags)
+    return {
+        **os.environ,
+        "KERAS_BACKEND": "jax",
+        "XLA_FLAGS": xla_flags,
+        "TF_CPP_MIN_LOG_LEVEL": "2",
+    }
 
 
 def loop_rate(jax, tf, kind, batch, per_call, steps, repeats, window):
