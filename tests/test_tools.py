@@ -209,11 +209,16 @@ def test_make_run_prints_progress_and_results_and_the_kernels_own_stderr(tmp_pat
         timeout=300,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    # ipykernel logs this when the shutdown's interrupt reaches it while it still processes a
-    # message (kernelbase.py, dispatch_shell), which a loaded machine makes likely: noise of
-    # the shutdown, not of the notebook
-    shutdown_noise = "KeyboardInterrupt caught in kernel.\n"
-    assert result.stderr.replace(shutdown_noise, "") == "written to the kernel stderr\n"
+    # ipykernel logs "KeyboardInterrupt caught" when the shutdown's interrupt reaches it while it
+    # still processes a message (kernelbase.py, dispatch_shell), which load makes likely,
+    # and libzmq's signaler can abort the dying kernel's socket with an assertion line: both
+    # noise of the shutdown, after the notebook has passed
+    shutdown_noise = (
+        "KeyboardInterrupt caught in kernel.",
+        "Assertion failed: pfd.revents & POLLIN",
+    )
+    kept = [line for line in result.stderr.splitlines() if not line.startswith(shutdown_noise)]
+    assert kept == ["written to the kernel stderr"], result.stderr
     lines = [line for line in result.stdout.splitlines() if line.strip()]
     assert lines[0] == "[1/1] running quiet.ipynb ..."
     assert re.fullmatch(r" +PASS quiet\.ipynb +\d+\.\ds  Runtime: CPU \| x", lines[1])
