@@ -106,6 +106,9 @@ def test_the_jax_worker_keeps_other_xla_flags_and_waits_for_late_collectives(mon
     flags = bench_jax.environment(2)["XLA_FLAGS"].split()
     assert flags[:2] == ["--xla_cpu_max_isa=AVX2", "--xla_force_host_platform_device_count=2"]
     assert set(bench_jax.PATIENT_COLLECTIVES) <= set(flags) and len(flags) == 4
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_collective_call_terminate_timeout_seconds=60")
+    flags = bench_jax.environment(2)["XLA_FLAGS"].split()
+    assert "--xla_cpu_collective_call_terminate_timeout_seconds=60" in flags and len(flags) == 3
 
 
 @pytest.mark.tensorflow

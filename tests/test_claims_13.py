@@ -64,6 +64,13 @@ def test_stop_if_no_decrease_hook_reads_the_eval_summaries() -> None:
     assert "if step - best_val_step >= max_steps_without_improvement:" in improvement
 
 
+def timer_trigger() -> str:
+    """`SecondOrStepTimer.should_trigger_for_step`, the timer of the early-stopping hook."""
+    hooks = installed_source("tensorflow", "python", "training", "basic_session_run_hooks.py")
+    timer = hooks[hooks.index("class SecondOrStepTimer(") : hooks.index("class NeverTriggerTimer(")]
+    return definition(timer, "should_trigger_for_step", "def update_last_triggered_step(")
+
+
 @pytest.mark.reference_only
 def test_the_hook_reads_global_step_beside_the_training_op_and_looks_once_a_step() -> None:
     """The step the hook sees is fetched in the training op's session.run, and its timer does
@@ -77,16 +84,12 @@ def test_the_hook_reads_global_step_beside_the_training_op_and_looks_once_a_step
         "global_step = run_values.results if self._timer.should_trigger_for_step(global_step):"
         in hook
     )
-    hooks = installed_source("tensorflow", "python", "training", "basic_session_run_hooks.py")
-    timer = hooks[hooks.index("class SecondOrStepTimer(") : hooks.index("class NeverTriggerTimer(")]
-    trigger = definition(timer, "should_trigger_for_step", "def update_last_triggered_step(")
+    trigger = timer_trigger()
     assert "if self._last_triggered_step == step: return False" in trigger
 
 
 def test_the_hooks_timer_fires_first_on_the_first_step() -> None:
-    hooks = installed_source("tensorflow", "python", "training", "basic_session_run_hooks.py")
-    timer = hooks[hooks.index("class SecondOrStepTimer(") : hooks.index("class NeverTriggerTimer(")]
-    trigger = definition(timer, "should_trigger_for_step", "def update_last_triggered_step(")
+    trigger = timer_trigger()
     assert "if self._last_triggered_step is None: return True" in trigger
     assert "if step >= self._last_triggered_step + self._every_steps:" in trigger
 

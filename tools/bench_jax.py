@@ -56,11 +56,13 @@ PATIENT_COLLECTIVES = (
 
 def environment(replicas: int) -> dict[str, str]:
     """The worker's environment: JAX's backend for Keras, `replicas` CPU devices, and
-    collectives that wait for a late device thread (PATIENT_COLLECTIVES)."""
+    collectives that wait for a late device thread (PATIENT_COLLECTIVES, unless XLA_FLAGS
+    already sets them)."""
     from helpers.jax_runtime import with_host_device_count
 
     flags = with_host_device_count(os.environ.get("XLA_FLAGS", ""), replicas).split()
-    flags += [flag for flag in PATIENT_COLLECTIVES if flag not in flags]
+    given = {flag.split("=", 1)[0] for flag in flags}
+    flags += [flag for flag in PATIENT_COLLECTIVES if flag.split("=", 1)[0] not in given]
     xla_flags = " ".join(flags)
     return {
         **os.environ,
