@@ -12,6 +12,8 @@ calls `prepare()`; outside Colab the cell does nothing. What Colab needs differs
   the TF1 checkpoint and SavedModel and to serve its export: what is missing of JAX (with its
   TPU library on a TPU runtime), Keras 3 and TensorFlow (as `tensorflow-cpu`, where none is
   installed) is installed. This path has not run on a Colab runtime.
+- The TPU embeddings notebook (`embeddings=True`) also needs Keras RS, which Colab's images
+  lack: it is installed like the other missing packages, on TPU and CPU/GPU runtimes alike.
 - The TF1 notebook cannot run on Colab at all (TensorFlow 2.15, the last release with
   `tf.estimator`, has no wheels for Colab's Python): nothing is installed, and the reason is
   printed; the notebook's next cell stops with the same explanation.
@@ -41,6 +43,8 @@ TPU_PACKAGES = (f"tensorflow-tpu=={TENSORFLOW_VERSION}", "libtpu~=0.0.14")
 NOTEBOOK_PACKAGES = {"matplotlib": "matplotlib", "tensorboard": "tensorboard"}
 # The Keras 3 on JAX notebook: JAX for the TPU (jax[tpu] brings libtpu), Keras 3, and the CPU
 # build of TensorFlow where none is installed: TensorFlow only reads files and serves there.
+# The TPU embeddings notebook on Keras 3 (every Colab runtime): Keras RS' DistributedEmbedding.
+EMBEDDING_PACKAGES = {"keras_rs": "keras-rs"}
 JAX_TPU_PACKAGE = "jax[tpu]"
 KERAS_3_PACKAGE = "keras>=3"
 TENSORFLOW_CPU_PACKAGE = f"tensorflow-cpu=={TENSORFLOW_VERSION}"
@@ -69,11 +73,12 @@ def plan(
     *,
     tf1: bool = False,
     jax: bool = False,
+    embeddings: bool = False,
     is_installed: Callable[[str], bool] = installed,
     keras_major: Callable[[], int | None] | None = None,
 ) -> Plan:
     """Decide what this runtime needs for a TF2 notebook (with tf1=True the TF1 one, with
-    jax=True the Keras 3 on JAX one)."""
+    jax=True the Keras 3 on JAX one, with embeddings=True the TPU embeddings one)."""
     probe = probe or Probe()
     if not probe.in_colab():
         return Plan(notes=("Not running in Colab: nothing to install.",))
@@ -90,7 +95,8 @@ def plan(
             )
         )
     tpu = find_tpu(probe)
-    missing = tuple(pkg for module, pkg in NOTEBOOK_PACKAGES.items() if not is_installed(module))
+    wanted = {**NOTEBOOK_PACKAGES, **(EMBEDDING_PACKAGES if embeddings else {})}
+    missing = tuple(pkg for module, pkg in wanted.items() if not is_installed(module))
     if tpu is not None and tpu.resolver_arg == "local":
         installs = (TPU_PACKAGES,) if not is_installed("tensorflow") else ()
         note = (
@@ -137,9 +143,9 @@ def _jax_plan(
     return Plan((missing,) if missing else (), {}, (note,))
 
 
-def prepare(*, tf1: bool = False, jax: bool = False) -> Plan:
+def prepare(*, tf1: bool = False, jax: bool = False, embeddings: bool = False) -> Plan:
     """Carry out `plan()`: print why, run the installs, set the environment."""
-    todo = plan(tf1=tf1, jax=jax)
+    todo = plan(tf1=tf1, jax=jax, embeddings=embeddings)
     for note in todo.notes:
         print(note)
     for command in todo.pip_commands():

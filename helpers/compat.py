@@ -8,6 +8,8 @@ forward, not fail later with an AttributeError deep inside a model_fn.
 
 from __future__ import annotations
 
+import importlib
+from types import ModuleType
 from typing import Any
 
 from helpers.errors import FriendlyError
@@ -34,6 +36,27 @@ def require_estimator(tf: Any) -> None:
             "`make run` sets one up) or read its recorded outputs; the TensorFlow 2 notebooks "
             "run on this runtime. "
             f"({type(error).__name__}: {error})"
+        ) from None
+
+
+class PackageUnavailableError(FriendlyError, ImportError):
+    """A package the notebook needs with this Keras is not installed."""
+
+
+def require_package(module: str, requirement: str) -> ModuleType:
+    """Import `module`, or raise PackageUnavailableError naming the pip requirement to install.
+
+    The embedding layers come from packages of their own, one per Keras generation; a reader
+    whose runtime lacks the one their Keras needs gets the command, not an import traceback.
+    """
+    try:
+        return importlib.import_module(module)
+    except ImportError as error:
+        raise PackageUnavailableError(
+            f"This notebook needs the package {requirement.split('=')[0]} (module {module}), "
+            f"which this runtime cannot import ({type(error).__name__}: {error}). Install it with "
+            f"`pip install {requirement}` (in a notebook: `%pip install {requirement}`) and run "
+            "the notebook again."
         ) from None
 
 

@@ -209,7 +209,7 @@ CASES = [
 
 def stored_run_cases(notebook: str, two_replicas: dict[str, Any] | None = None) -> list[Case]:
     """The cases of a notebook that compares itself with a stored TPUEstimator run (09, 10, 12,
-    13): its defaults in the Colab lane; 1 and 2 replicas in both full lanes (`two_replicas`:
+    13, 14): its defaults in the Colab lane; 1 and 2 replicas in both full lanes (`two_replicas`:
     other parameters folded into the second run); a replica count its global batch does not
     allow, and a `compare_stored` that is not a bool, both stopped by the validation cell."""
     return [
@@ -233,5 +233,6 @@ from notebook_cases_10 import CASES_10  # noqa: E402
 from notebook_cases_11 import CASES_11  # noqa: E402
 from notebook_cases_12 import CASES_12  # noqa: E402
 from notebook_cases_13 import CASES_13  # noqa: E402
+from notebook_cases_14 import CASES_14  # noqa: E402
 
-CASES += CASES_04 + CASES_05 + CASES_09 + CASES_10 + CASES_11 + CASES_12 + CASES_13
+CASES += CASES_04 + CASES_05 + CASES_09 + CASES_10 + CASES_11 + CASES_12 + CASES_13 + CASES_14

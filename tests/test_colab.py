@@ -76,6 +76,18 @@ def test_colab_cpu_runtime_installs_only_what_is_missing(machine):
     assert todo.installs == (("tensorboard",),)
 
 
+def test_the_embeddings_notebook_adds_keras_rs_where_it_is_missing(machine):
+    cpu = colab.plan(
+        in_colab(machine).probe(), embeddings=True, is_installed=lambda module: module != "keras_rs"
+    )
+    assert cpu.installs == (("keras-rs",),)
+    machine.add_file("dev/accel0")
+    tpu = colab.plan(machine.probe(), embeddings=True, is_installed=nothing_installed)
+    assert tpu.installs == (colab.TPU_PACKAGES, ("matplotlib", "tensorboard", "keras-rs"))
+    present = colab.plan(machine.probe(), embeddings=True, is_installed=everything_installed)
+    assert present.installs == ()
+
+
 def test_tf1_notebook_on_colab_installs_nothing_and_says_why(machine):
     in_colab(machine).add_file("dev/accel0")
     todo = colab.plan(machine.probe(), tf1=True, is_installed=nothing_installed)

@@ -10,7 +10,12 @@ import pytest
 from support import run_python_json
 
 from helpers import regression
-from helpers.compat import EstimatorUnavailableError, require_estimator
+from helpers.compat import (
+    EstimatorUnavailableError,
+    PackageUnavailableError,
+    require_estimator,
+    require_package,
+)
 
 
 def fake_tensorflow(version: str, with_estimator: bool):
@@ -43,6 +48,15 @@ def test_require_estimator_accepts_the_real_reference_lane():
     if not tf.__version__.startswith("2.15."):
         pytest.skip("tf.compat.v1.estimator exists only up to TensorFlow 2.15")
     require_estimator(tf)
+
+
+def test_require_package_returns_the_module_or_names_the_pip_command():
+    assert require_package("json", "json").dumps([1]) == "[1]"
+    with pytest.raises(PackageUnavailableError) as raised:
+        require_package("keras_rs_not_here", "keras-rs==0.4.0")
+    (rendered,) = raised.value._render_traceback_()
+    assert rendered.startswith("PackageUnavailableError: This notebook needs the package keras-rs")
+    assert "`pip install keras-rs==0.4.0`" in rendered and "\n" not in rendered
 
 
 def test_regression_data_is_deterministic_and_follows_the_true_model():

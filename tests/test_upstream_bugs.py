@@ -70,6 +70,26 @@ def custom_loop_step(build):
 
 
 one_example = tf.data.Dataset.from_tensor_slices(([[4.0, 4.5]], [[0.8]])).batch(1)
+
+
+class RowLengths(tf.keras.layers.Layer):  # a ragged input's row lengths, as a feature
+    def call(self, ids):
+        return tf.cast(ids.row_lengths(), "float32")[:, None]
+
+    def compute_output_shape(self, input_shape):
+        return (input_shape[0], 1)
+
+
+def ragged_ids_fit():
+    ids = tf.ragged.constant([[1, 2], [3], [], [0, 4, 4]] * 4, dtype=tf.int64)
+    data = tf.data.Dataset.from_tensor_slices((ids, np.zeros((16, 1), "float32"))).batch(16)
+    with strategy.scope():
+        inputs = tf.keras.Input((None,), dtype=tf.int64, ragged=True)
+        model = tf.keras.Model(inputs, tf.keras.layers.Dense(1)(RowLengths()(inputs)))
+        model.compile("sgd", "mse")
+    model.fit(data, verbose=0)
+
+
 print(json.dumps({
     "keras_major": compat.keras_major(),
     "fit_spe10": outcome(
@@ -79,6 +99,7 @@ print(json.dumps({
     "loop_built": outcome(lambda: custom_loop_step(build=True)),
     "evaluate_one_example": outcome(lambda: compiled_model().evaluate(one_example, verbose=0)),
     "fit_one_example": outcome(lambda: compiled_model().fit(one_example, verbose=0)),
+    "fit_ragged_ids": outcome(ragged_ids_fit),
 }))
 """
 
@@ -86,7 +107,7 @@ print(json.dumps({
 @pytest.fixture(scope="module")
 def over_eight_replicas() -> dict:
     """One TensorFlow start for the pins that need MirroredStrategy over 8 virtual CPUs."""
-    report = run_python_json(OVER_EIGHT_REPLICAS, timeout=600)  # five experiments, one start
+    report = run_python_json(OVER_EIGHT_REPLICAS, timeout=600)  # six experiments, one start
     assert report["keras_major"] == KERAS_MAJOR, f"{LANE} lane: Keras {report['keras_major']}"
     return report
 
@@ -137,6 +158,21 @@ def test_one_example_batch_over_several_replicas(over_eight_replicas):
             "in 02_keras_fit's guide section and 04's settings table, and this pin."
         )
         assert "must have the same size and shape" in outcome, outcome
+
+
+def test_fit_with_ragged_inputs_over_several_replicas(over_eight_replicas):
+    """14's Keras 3 layer takes padded ids with weights, its Keras 2 layer ragged ones: Keras 3's
+    `fit` refuses a ragged input over several replicas (tf.distribute's values.py asks the
+    ragged tensor for a device)."""
+    outcome = over_eight_replicas["fit_ragged_ids"]
+    if KERAS_MAJOR == 2:
+        assert outcome == "ran", outcome
+        return
+    assert outcome != "ran", (
+        "Keras 3 now fits ragged inputs over several replicas: 14_tpu_embeddings could give its "
+        "Keras 3 layer ragged ids as it gives Keras 2's; update its prose, and this pin."
+    )
+    assert outcome == "AttributeError: 'RaggedTensor' object has no attribute 'device'", outcome
 
 
 EPOCH_ROUNDING = """
@@ -307,4 +343,35 @@ def test_checkpoint_saver_hook_writes_graph_pbtxt_except_with_tensorflow_2_20_an
         f"{report['protobuf_major']} now writes graph.pbtxt (got {report}): remove the "
         "save_graph_def=False comment in 06_preemption's run_tf1 cell (cell 10, keep or drop "
         "the argument), and this pin."
+    )
+
+
+REPEATED_ROW_ADAGRAD = """
+import json
+from helpers.quiet import quiet_logs
+quiet_logs()
+import numpy as np
+import tensorflow as tf
+row = tf.Variable(np.ones((3, 2), np.float32))
+twice = tf.IndexedSlices(
+    tf.constant([[1.0, 1.0], [2.0, 2.0]]), tf.constant([0, 0]), tf.constant([3, 2])
+)
+optimizer = tf.keras.optimizers.Adagrad(0.1, initial_accumulator_value=0.1, epsilon=0.0)
+optimizer.apply_gradients([(twice, row)])
+print(json.dumps({"updated": float(row.numpy()[0, 0])}))
+"""
+
+
+def test_keras_3_adagrad_does_not_add_the_slices_of_a_repeated_row_before_its_update():
+    """14 trains embedding tables: a row looked up twice in a batch gets two slices in the
+    gradient. TF1 and Keras 2 add them, then update (the accumulator grows by (1 + 2)**2);
+    Keras 3's Adagrad on TensorFlow squares each (1**2 + 2**2), and 14's SummedAdagrad adds
+    them first. When this fails, Keras 3 adds them itself: drop SummedAdagrad from 14."""
+    updated = run_python_json(REPEATED_ROW_ADAGRAD)["updated"]
+    summed = 1 - 0.1 * 3 / (0.1 + 3**2) ** 0.5
+    separately = 1 - 0.1 * 3 / (0.1 + 1**2 + 2**2) ** 0.5
+    expected = summed if KERAS_MAJOR == 2 else separately
+    assert updated == pytest.approx(expected, rel=1e-6), (
+        f"{LANE} lane: Keras {KERAS_MAJOR}'s Adagrad updated a repeated row to {updated}, "
+        f"expected {expected}: update 14_tpu_embeddings' Adagrad section and this pin."
     )

@@ -1,0 +1,141 @@
+"""Pins on the TensorFlow, estimator, Keras and embedding-layer source that notebook 14 (TPU
+embeddings) quotes but its cells do not assert.
+
+What the notebook runs (the spec's optimizer ignored off a TPU, `partition_strategy="mod"`
+refused, the lookups, the combiners, the continued training, each Keras generation's Adagrad
+on a repeated row, the traps, the export) its cells assert. Left here: the statements about
+the code that decides it, read in the files the notebook names, without starting TensorFlow.
+"""
+
+from __future__ import annotations
+
+import pytest
+from support import KERAS_MAJOR, definition, installed_source
+
+
+def estimator_tpu_source(name: str) -> str:
+    return installed_source("tensorflow_estimator", "python", "estimator", "tpu", name)
+
+
+def tensorflow_source(*parts: str) -> str:
+    return installed_source("tensorflow", "python", *parts)
+
+
+@pytest.mark.reference_only
+def test_off_a_tpu_the_estimator_builds_no_embedding_configuration() -> None:
+    context = estimator_tpu_source("tpu_context.py")
+    config = definition(context, "embedding_config", "def allow_per_host_v2_parallel_get_next(")
+    assert "if self._use_tpu and self._embedding_config_spec:" in config
+    estimator = estimator_tpu_source("tpu_estimator.py")
+    init = definition(estimator, "__init__", "def _add_meta_graph_for_mode(")
+    checked = init[init.index("if use_tpu:") : init.index("_tpu_estimator_gauge")]
+    assert "Only PER_HOST_V1 and PER_HOST_V2 is supported when " in checked
+
+
+@pytest.mark.reference_only
+def test_on_a_tpu_the_estimator_sends_the_gradients_and_loads_and_retrieves_the_tables() -> None:
+    estimator = estimator_tpu_source("tpu_estimator.py")
+    assert "tpu_embedding_.generate_send_gradients_op(" in estimator
+    assert "tpu_init_ops.extend(embedding_variables_and_ops.load_ops())" in estimator
+    assert "update_ops.extend(embedding_variables_and_ops.retrieve_ops())" in estimator
+    embedding = tensorflow_source("tpu", "tpu_embedding.py")
+    assert "def generate_send_gradients_op(self, feature_to_gradient_dict, step=None):" in embedding
+    assert "self._batch_size_per_core = self._batch_size // self._num_cores" in embedding
+
+
+def test_the_tpu_columns_fall_back_to_ordinary_embedding_columns_off_a_tpu() -> None:
+    columns = tensorflow_source("tpu", "feature_column_v2.py")
+
+    def class_body(name: str) -> str:
+        start = columns.index(f"class {name}(")
+        return columns[start : columns.index("class ", start + 1)]
+
+    single = class_body("_TPUEmbeddingColumnV2")
+    for method, following in (
+        ("create_state", "def get_dense_tensor("),
+        ("get_dense_tensor", "def _get_sequence_dense_tensor("),
+    ):
+        body = definition(single, method, following)
+        assert "if _is_running_on_cpu(): return fc_lib.EmbeddingColumn." in body, method
+    shared = definition(
+        class_body("_TPUSharedEmbeddingColumnV2"),
+        "_get_dense_tensor_internal",
+        "def get_sequence_dense_tensor(",
+    )
+    assert "if _is_running_on_cpu(): return fc_lib.SharedEmbeddingColumn." in shared
+
+
+@pytest.mark.reference_only
+def test_dense_features_sorts_its_columns_by_name() -> None:
+    layer = installed_source("keras", "src", "feature_column", "base_feature_layer.py")
+    start = layer.index("def _normalize_feature_columns(")
+    normalize = layer[start:]
+    assert "return sorted(feature_columns, key=lambda x: x.name)" in normalize
+
+
+def test_tpu_embedding_documents_its_cpu_use_its_tpu_loop_and_a_fixed_input_shape() -> None:
+    source = tensorflow_source("tpu", "tpu_embedding_v2.py")
+    assert "On CPU, only the `embedding_table` property is usable." in source
+    assert "embedding.enqueue(embedding_features, training=True)" in source
+    assert "embedding.apply_gradients(embedding_gradients)" in source
+    assert "experimental_fetch_to_device=False))" in source
+    build = definition(source, "build", "def _maybe_build(")
+    assert (
+        "Note that it is fixed and the same per replica input shapes must be used for both "
+        "training and evaluation." in build
+    )
+
+
+def test_table_config_combines_by_mean_and_initializes_with_one_over_root_dim() -> None:
+    utils = tensorflow_source("tpu", "tpu_embedding_v2_utils.py")
+    table = utils[utils.index("class TableConfig") : utils.index("class FeatureConfig")]
+    assert 'combiner: Text = "mean",' in table or 'CustomCombiner] = "mean",' in table
+    assert "stddev=1/math.sqrt(dim))" in table
+
+
+def test_tf1_optimizers_add_the_slices_of_a_repeated_row_first() -> None:
+    optimizer = tensorflow_source("training", "optimizer.py")
+    duplicates = definition(optimizer, "_apply_sparse_duplicate_indices", "def _apply_sparse(")
+    assert "summing squares rather than squaring the sum" in duplicates
+    assert "_deduplicate_indexed_slices(" in duplicates
+
+
+@pytest.mark.skipif(KERAS_MAJOR != 2, reason="Keras 2 and TensorFlow Recommenders source")
+def test_keras_2_sums_repeated_rows_and_its_layer_serves_off_a_tpu() -> None:
+    optimizer = installed_source("keras", "src", "optimizers", "optimizer.py")
+    apply = definition(optimizer, "apply_gradients", "def _apply_weight_decay(")
+    assert "grads = self._deduplicate_sparse_grad(grads)" in apply
+    layer = installed_source(
+        "tensorflow_recommenders", "layers", "embedding", "tpu_embedding_layer.py"
+    )
+    create = definition(layer, "_create_tpu_embedding_mid_level_api", "def build(")
+    assert (
+        "if not using_tpu or embedding_feature is None: return "
+        "tf.tpu.experimental.embedding.TPUEmbeddingForServing(" in create
+    )
+    assert "return tf.tpu.experimental.embedding.TPUEmbeddingV0(" in create
+    assert "return tf.tpu.experimental.embedding.TPUEmbedding(" in create
+    assert 'raise NotImplementedError("Embedding feature v2 is not supported yet!")' in create
+
+
+@pytest.mark.skipif(KERAS_MAJOR != 3, reason="Keras 3 and Keras RS source")
+def test_keras_3_adagrad_accumulates_each_slice_and_keras_rs_places_tables_by_hardware() -> None:
+    adagrad = installed_source("keras", "src", "optimizers", "adagrad.py")
+    assert "self.assign_add(accumulator, ops.square(gradient))" in adagrad
+    backend = installed_source("keras", "src", "backend", "tensorflow", "optimizer.py")
+    update = definition(backend, "_backend_update_step", "def _distributed_tf_update_step(")
+    reduced = "grads_and_vars = self._all_reduce_sum_gradients(grads_and_vars)"
+    assert reduced in update and update.index(reduced) < update.index("_distributed_tf_update_step")
+    assign_add = definition(backend, "assign_add", "def assign_sub(")
+    assert "if isinstance(value, tf.IndexedSlices): variable.scatter_add(value)" in assign_add
+    embedding = ("keras_rs", "src", "layers", "embedding")
+    base = installed_source(*embedding, "base_distributed_embedding.py")
+    assert 'placement = ( "sparsecore" if has_sparsecore else "default_device" )' in base
+    assert "def _default_device_init(" in base
+    tensorflow = installed_source(*embedding, "tensorflow", "distributed_embedding.py")
+    sparsecore = definition(tensorflow, "_has_sparsecore", "@keras_utils.no_automatic_dependency")
+    assert "EMBEDDING_FEATURE_V2, EMBEDDING_FEATURE_V1," in sparsecore
+    assert "def _sparsecore_init(" in tensorflow
+    config = installed_source(*embedding, "distributed_embedding_config.py")
+    assert 'combiner: str = "mean"' in config
+    assert "the first dimension represents the global batch size" in config
