@@ -265,7 +265,14 @@ try:
     written_alone = len(read_scalars(alone, "batch_loss"))
 except LookupError:
     written_alone = 0
+row = tf.Variable(np.ones((3, 2), np.float32))  # 14: a row looked up twice, gradients 1 and 2
+twice = tf.IndexedSlices(
+    tf.constant([[1.0, 1.0], [2.0, 2.0]]), tf.constant([0, 0]), tf.constant([3, 2])
+)
+optimizer = tf.keras.optimizers.Adagrad(0.1, initial_accumulator_value=0.1, epsilon=0.0)
+optimizer.apply_gradients([(twice, row)])
 print(json.dumps({
+    "repeated_row_update": float(row.numpy()[0, 0]),
     "epsilon_under_root": bool(abs(float(variable.numpy()[0]) - under_root) < 1e-6),
     "signature_inputs": sorted(signature.structured_input_signature[1]),
     "signature_outputs": sorted(signature.structured_outputs),
@@ -275,14 +282,20 @@ print(json.dumps({
 """
 
 
-def test_keras_defaults_that_02_and_04_show():
+@pytest.fixture(scope="module")
+def one_device_facts() -> dict:
+    """One TensorFlow start for the pins of one device."""
+    return run_python_json(ONE_DEVICE_FACTS)
+
+
+def test_keras_defaults_that_02_and_04_show(one_device_facts):
     """Adagrad's epsilon, automatic SavedModel names, TensorBoard's per-execution step numbers.
 
     04 shows where Keras' Adagrad puts epsilon (under the square root in Keras 2.15 and 3);
     02 shows the names `tf.saved_model.save` gives a Sequential model's signature and the steps
     at which `TensorBoard(update_freq=1)` writes `batch_loss` with `steps_per_execution=5`.
     """
-    facts = run_python_json(ONE_DEVICE_FACTS)
+    facts = {k: v for k, v in one_device_facts.items() if k != "repeated_row_update"}
     keras_2 = KERAS_MAJOR == 2
     expected = {
         "epsilon_under_root": True,
@@ -346,28 +359,14 @@ def test_checkpoint_saver_hook_writes_graph_pbtxt_except_with_tensorflow_2_20_an
     )
 
 
-REPEATED_ROW_ADAGRAD = """
-import json
-from helpers.quiet import quiet_logs
-quiet_logs()
-import numpy as np
-import tensorflow as tf
-row = tf.Variable(np.ones((3, 2), np.float32))
-twice = tf.IndexedSlices(
-    tf.constant([[1.0, 1.0], [2.0, 2.0]]), tf.constant([0, 0]), tf.constant([3, 2])
-)
-optimizer = tf.keras.optimizers.Adagrad(0.1, initial_accumulator_value=0.1, epsilon=0.0)
-optimizer.apply_gradients([(twice, row)])
-print(json.dumps({"updated": float(row.numpy()[0, 0])}))
-"""
-
-
-def test_keras_3_adagrad_does_not_add_the_slices_of_a_repeated_row_before_its_update():
+def test_keras_3_adagrad_does_not_add_the_slices_of_a_repeated_row_before_its_update(
+    one_device_facts,
+):
     """14 trains embedding tables: a row looked up twice in a batch gets two slices in the
     gradient. TF1 and Keras 2 add them, then update (the accumulator grows by (1 + 2)**2);
     Keras 3's Adagrad on TensorFlow squares each (1**2 + 2**2), and 14's SummedAdagrad adds
     them first. When this fails, Keras 3 adds them itself: drop SummedAdagrad from 14."""
-    updated = run_python_json(REPEATED_ROW_ADAGRAD)["updated"]
+    updated = one_device_facts["repeated_row_update"]
     summed = 1 - 0.1 * 3 / (0.1 + 3**2) ** 0.5
     separately = 1 - 0.1 * 3 / (0.1 + 1**2 + 2**2) ** 0.5
     expected = summed if KERAS_MAJOR == 2 else separately

@@ -89,7 +89,7 @@ def settings(quick: bool, replicas: int = 1) -> dict:
     common = {"repeats": 3, "window": 0.4, "probe": {"tiny": 100, "mlp": 4}, "variants": False}
     if quick:  # one process, short repeats: checks the command, not the figures
         return {**common, "replicas": (1,), "repeats": 2, "window": 0.05, "estimator_steps": 100,
-                "calls": {"tiny": (1, 10, 100), "mlp": (1, 4)}}  # fmt: skip
+                "calls": {"tiny": (1, 10), "mlp": (1, 4)}}  # fmt: skip
     if replicas > 1:  # the CPU split into virtual devices: every step is slower
         return {**common, "replicas": (1, 8), "estimator_steps": 0,
                 "calls": {"tiny": (1, 10, 100), "mlp": (1, 10)}}  # fmt: skip
