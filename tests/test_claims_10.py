@@ -188,3 +188,23 @@ def test_keras_use_ema_is_not_tf1s_moving_average() -> None:
     finalize = optimizer[start : optimizer.index(" def ", start + 4)]
     assert "self._overwrite_model_variables_with_average_value(var_list)" in finalize
     assert "self.optimizer.finalize_variable_values(" in trainer
+
+
+def test_synchronized_batch_norm_takes_the_variance_from_sums_of_squares() -> None:
+    """10: `BatchNormalization(synchronized=True)` all-reduces each replica's sum, sum of
+    squares and count and takes E[x²] − E[x]², in both Keras generations."""
+    if KERAS_MAJOR == 2:
+        source = installed_source(
+            "keras", "src", "layers", "normalization", "batch_normalization.py"
+        )
+        sync = definition(
+            source, "_sync_calculate_mean_and_var", "def _dtensor_calculate_mean_and_var("
+        )
+    else:
+        source = installed_source("keras", "src", "backend", "tensorflow", "nn.py")
+        sync = definition(source, "_compute_moments_sync", "def _compute_moments(")
+    assert "# var = E(x^2) - E(x)^2" in sync
+    assert (
+        "y_squared_sum = replica_ctx.all_reduce( tf.distribute.ReduceOp.SUM, local_squared_sum )"
+        in sync
+    )

@@ -27,9 +27,16 @@ def test_off_a_tpu_the_estimator_builds_no_embedding_configuration() -> None:
     config = definition(context, "embedding_config", "def allow_per_host_v2_parallel_get_next(")
     assert "if self._use_tpu and self._embedding_config_spec:" in config
     estimator = estimator_tpu_source("tpu_estimator.py")
-    init = definition(estimator, "__init__", "def _add_meta_graph_for_mode(")
+    tpu_estimator = estimator[estimator.index("class TPUEstimator(") :]
+    init = definition(tpu_estimator, "__init__", "def _add_meta_graph_for_mode(")
     checked = init[init.index("if use_tpu:") : init.index("_tpu_estimator_gauge")]
     assert "Only PER_HOST_V1 and PER_HOST_V2 is supported when " in checked
+    assert (
+        "if (not (use_tpu and eval_on_tpu) and embedding_config_spec and "
+        "embedding_config_spec.partition_strategy == 'mod'):" in init
+    )
+    spec = estimator_tpu_source("_tpu_estimator_embedding.py")
+    assert "partition_strategy='div'," in spec
 
 
 @pytest.mark.reference_only
@@ -37,6 +44,9 @@ def test_on_a_tpu_the_estimator_sends_the_gradients_and_loads_and_retrieves_the_
     estimator = estimator_tpu_source("tpu_estimator.py")
     assert "tpu_embedding_.generate_send_gradients_op(" in estimator
     assert "tpu_init_ops.extend(embedding_variables_and_ops.load_ops())" in estimator
+    hook = estimator[estimator.index("class TPUInfeedOutfeedSessionHook(") :]
+    started = definition(hook, "after_create_session", "def before_run(")
+    assert "session.run( self._init_ops," in started
     assert "update_ops.extend(embedding_variables_and_ops.retrieve_ops())" in estimator
     embedding = tensorflow_source("tpu", "tpu_embedding.py")
     assert "def generate_send_gradients_op(self, feature_to_gradient_dict, step=None):" in embedding
@@ -73,8 +83,26 @@ def test_dense_features_sorts_its_columns_by_name() -> None:
     assert "return sorted(feature_columns, key=lambda x: x.name)" in normalize
 
 
+def test_an_identity_column_without_default_value_passes_any_id_on() -> None:
+    columns = tensorflow_source("feature_column", "feature_column_v2.py")
+    identity = columns[columns.index("class IdentityCategoricalColumn(") :]
+    transform = definition(identity, "_transform_input_tensor", "def _transform_feature(")
+    assert "if self.default_value is not None:" in transform
+    assert "# Assign default for out-of-range values." in transform
+
+
+def test_mirrored_all_reduce_concatenates_the_replicas_slices() -> None:
+    utils = tensorflow_source("distribute", "cross_device_utils.py")
+    aggregate = definition(
+        utils, "aggregate_tensors_or_indexed_slices", "def divide_by_n_tensors_or_indexed_slices("
+    )
+    assert "IndexedSlices via concat" in aggregate
+    assert "return backprop_util.AggregateIndexedSlicesGradients(values)" in aggregate
+
+
 def test_tpu_embedding_documents_its_cpu_use_its_tpu_loop_and_a_fixed_input_shape() -> None:
     source = tensorflow_source("tpu", "tpu_embedding_v2.py")
+    assert "To use this API on TPU you should use a custom training loop." in source
     assert "On CPU, only the `embedding_table` property is usable." in source
     assert "embedding.enqueue(embedding_features, training=True)" in source
     assert "embedding.apply_gradients(embedding_gradients)" in source
@@ -116,6 +144,10 @@ def test_keras_2_sums_repeated_rows_and_its_layer_serves_off_a_tpu() -> None:
     assert "return tf.tpu.experimental.embedding.TPUEmbeddingV0(" in create
     assert "return tf.tpu.experimental.embedding.TPUEmbedding(" in create
     assert 'raise NotImplementedError("Embedding feature v2 is not supported yet!")' in create
+    build = definition(layer, "build", "def _tpu_embedding_lookup(")
+    assert "setattr(self, _DUMMY_NAME, self._tpu_embedding.embedding_tables.values())" in build
+    v0 = tensorflow_source("tpu", "tpu_embedding_v1.py")
+    assert "Embedding tables will be replicated across devices" in v0
 
 
 @pytest.mark.skipif(KERAS_MAJOR != 3, reason="Keras 3 and Keras RS source")
@@ -131,11 +163,16 @@ def test_keras_3_adagrad_accumulates_each_slice_and_keras_rs_places_tables_by_ha
     embedding = ("keras_rs", "src", "layers", "embedding")
     base = installed_source(*embedding, "base_distributed_embedding.py")
     assert 'placement = ( "sparsecore" if has_sparsecore else "default_device" )' in base
-    assert "def _default_device_init(" in base
+    default_device = definition(base, "_default_device_init", "def _default_device_build(")
+    assert "embedding_layer = EmbedReduce(" in default_device
     tensorflow = installed_source(*embedding, "tensorflow", "distributed_embedding.py")
     sparsecore = definition(tensorflow, "_has_sparsecore", "@keras_utils.no_automatic_dependency")
     assert "EMBEDDING_FEATURE_V2, EMBEDDING_FEATURE_V1," in sparsecore
-    assert "def _sparsecore_init(" in tensorflow
+    sparsecore_init = tensorflow[tensorflow.index("def _sparsecore_init(") :]
+    assert "tf.tpu.experimental.embedding.TPUEmbedding(" in sparsecore_init
+    assert "TPUEmbeddingV2(" in sparsecore_init
+    conversion = installed_source(*embedding, "tensorflow", "config_conversion.py")
+    assert "optimizer=to_tf_tpu_optimizer(table_config.optimizer)," in conversion
     config = installed_source(*embedding, "distributed_embedding_config.py")
     assert 'combiner: str = "mean"' in config
     assert "the first dimension represents the global batch size" in config
