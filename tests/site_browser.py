@@ -252,7 +252,13 @@ def check_in_browser(root: Path, shots: Path) -> dict:
         # Search (searchindex.js is local).
         current["page"] = "search.html"
         page.goto(base + "search.html?q=TPUClusterResolver", wait_until="load")
-        page.wait_for_selector("#search-results ul.search li", timeout=15000)
+        # Sphinx adds one result every 5 ms and writes "Search finished" after the last:
+        # reading the list before that sees only the first few pages.
+        page.wait_for_function(
+            """() => { const s = document.querySelector('#search-results p.search-summary');
+                       return !!s && s.innerText.startsWith('Search finished'); }""",
+            timeout=15000,
+        )
         hits = page.eval_on_selector_all(
             "#search-results ul.search li a", "els => els.map(e => e.getAttribute('href'))"
         )
