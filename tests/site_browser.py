@@ -48,6 +48,13 @@ def surface_names() -> list[str]:
     return list(dict.fromkeys(re.findall(r"^\| `([^`]+)` \|", text, re.M)))  # once each
 
 
+# Sphinx lists one result every 5 ms and writes its summary line after the last, whether it
+# found pages or none (_finishSearch in searchtools.js): the list is read after that line.
+SEARCH_DONE_JS = """() => {
+  const summary = document.querySelector('#search-results p.search-summary');
+  return !!summary && summary.innerText !== '';
+}"""
+
 # Sphinx's own search (searchtools.js: the query parsed and stemmed, then run on the index);
 # the names whose results do not include the surface page
 UNFOUND_NAMES_JS = """(names) => names.filter(name => {
@@ -252,13 +259,7 @@ def check_in_browser(root: Path, shots: Path) -> dict:
         # Search (searchindex.js is local).
         current["page"] = "search.html"
         page.goto(base + "search.html?q=TPUClusterResolver", wait_until="load")
-        # Sphinx adds one result every 5 ms and writes "Search finished" after the last:
-        # reading the list before that sees only the first few pages.
-        page.wait_for_function(
-            """() => { const s = document.querySelector('#search-results p.search-summary');
-                       return !!s && s.innerText.startsWith('Search finished'); }""",
-            timeout=15000,
-        )
+        page.wait_for_function(SEARCH_DONE_JS, timeout=15000)
         hits = page.eval_on_selector_all(
             "#search-results ul.search li a", "els => els.map(e => e.getAttribute('href'))"
         )
