@@ -91,13 +91,19 @@ def test_an_identity_column_without_default_value_passes_any_id_on() -> None:
     assert "# Assign default for out-of-range values." in transform
 
 
-def test_mirrored_all_reduce_concatenates_the_replicas_slices() -> None:
+def test_mirrored_all_reduce_gathers_the_replicas_slices() -> None:
+    mirrored = tensorflow_source("distribute", "mirrored_strategy.py")
+    default = "# If cross_device_ops is not provided, set it to collective op by default."
+    assert default in mirrored
+    ops = tensorflow_source("distribute", "cross_device_ops.py")
+    collective = ops[ops.index("class CollectiveAllReduce(") :]
+    assert "launcher.all_reduce_indexed_slices(indexed_slice, options)" in collective
     utils = tensorflow_source("distribute", "cross_device_utils.py")
-    aggregate = definition(
-        utils, "aggregate_tensors_or_indexed_slices", "def divide_by_n_tensors_or_indexed_slices("
+    reduce_slices = definition(
+        utils, "all_reduce_indexed_slices", "def aggregate_tensors_or_indexed_slices("
     )
-    assert "IndexedSlices via concat" in aggregate
-    assert "return backprop_util.AggregateIndexedSlicesGradients(values)" in aggregate
+    assert "all_values = all_gather_fn(input_slices.values, options)" in reduce_slices
+    assert "all_indices = all_gather_fn(input_slices.indices, options)" in reduce_slices
 
 
 def test_tpu_embedding_documents_its_cpu_use_its_tpu_loop_and_a_fixed_input_shape() -> None:
