@@ -13,6 +13,8 @@ what is allowed.
 
 from __future__ import annotations
 
+import atexit
+import shutil
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -113,7 +115,7 @@ def new_or_empty_folder(path: str, name: str, prefix: str) -> Path:
     `path` gives a new temporary folder.
     """
     if not path:
-        return Path(tempfile.mkdtemp(prefix=prefix))
+        return temporary_folder(prefix)
     folder = Path(path).expanduser()
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
         what = "is a file" if not folder.is_dir() else "already holds files"
@@ -123,4 +125,16 @@ def new_or_empty_folder(path: str, name: str, prefix: str) -> Path:
             f'{name}="" for a new temporary one.'
         )
     folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def temporary_folder(prefix: str) -> Path:
+    """A new folder under the system's temporary directory, removed when the kernel exits.
+
+    A notebook removes what it created and nothing else: the folder is deleted at the
+    interpreter's exit (a kernel shutdown or restart, the end of a papermill run), so a reader
+    can still look into it while the notebook is open, and repeated runs leave no litter.
+    """
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
     return folder

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from helpers import params
@@ -90,3 +95,24 @@ def test_a_file_is_refused_and_a_new_or_empty_folder_is_used(tmp_path):
     assert created == tmp_path / "new" / "dir" and created.is_dir()
     temporary = params.new_or_empty_folder("", "model_dir", "x_")
     assert temporary.is_dir() and temporary.name.startswith("x_") and not any(temporary.iterdir())
+
+
+def test_a_temporary_folder_is_removed_at_exit_and_a_named_one_is_kept(tmp_path):
+    """What a notebook created it removes when its kernel exits; a folder the reader named
+    stays with its files."""
+    named = tmp_path / "mine"
+    script = (
+        "import sys\n"
+        "from helpers import params\n"
+        "made = params.new_or_empty_folder('', 'model_dir', 'litter_probe_')\n"
+        "(made / 'model.ckpt-1.index').write_text('x')\n"
+        f"kept = params.new_or_empty_folder({str(named)!r}, 'model_dir', 'x_')\n"
+        "(kept / 'model.ckpt-1.index').write_text('x')\n"
+        "print(made)\n"
+    )
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    made = subprocess.run(
+        [sys.executable, "-c", script], env=env, check=True, capture_output=True, text=True
+    ).stdout.strip()
+    assert made.startswith(str(tmp_path)) and not Path(made).exists()
+    assert (named / "model.ckpt-1.index").read_text() == "x"
