@@ -7,6 +7,10 @@ the claim's name. Keras 2 has no JAX backend: the reference lane skips these.
 
 from __future__ import annotations
 
+import importlib.util
+import subprocess
+import sys
+
 import pytest
 from support import KERAS_MAJOR, definition, installed_source
 
@@ -70,6 +74,34 @@ def test_callbacks_reach_the_jax_state_through_self_model() -> None:
     start = callback.index("def model(self):")
     model = callback[start : callback.index("return self._model ", start)]
     assert 'backend.backend() == "jax"' in model and "self._model.jax_state_sync()" in model
+
+
+@pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="this lane has no JAX")
+def test_a_model_captured_by_a_callback_has_no_values_during_a_jax_fit() -> None:
+    """The JAX trainer empties the variables while it trains (`_get_jax_state(...,
+    purge_model_variables=True)`): reading a model captured from outside the callback raises,
+    and `self.model` syncs the state back first. Run in a JAX process of its own, since this
+    lane's Keras runs on TensorFlow."""
+    trainer = keras_source("backend", "jax", "trainer.py")
+    purge = definition(trainer, "_purge_model_variables", "def _get_jax_state(")
+    assert "for v in self.trainable_variables: v._value = None" in " ".join(purge.split())
+    script = (
+        "import os; os.environ['KERAS_BACKEND'] = 'jax'\n"
+        "import numpy as np, keras\n"
+        "model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])\n"
+        "model.compile('sgd', 'mse'); seen = []\n"
+        "class Captured(keras.callbacks.Callback):\n"
+        "    def on_train_batch_end(self, batch, logs=None):\n"
+        "        try: np.asarray(model.layers[0].kernel); seen.append('read')\n"
+        "        except TypeError: seen.append('TypeError')\n"
+        "        np.asarray(self.model.layers[0].kernel); seen.append('synced')\n"
+        "model.fit(np.ones((8, 2)), np.ones((8, 1)), batch_size=4, verbose=0,\n"
+        "          callbacks=[Captured()])\n"
+        "print(' '.join(seen))\n"
+    )
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split() == ["TypeError", "synced", "TypeError", "synced"]
 
 
 def test_tensorboard_does_not_profile_on_jax_below_python_3_12() -> None:
