@@ -125,7 +125,7 @@ test-keras2: $(STAMP) ## the reference lane and nbval (half of make test)
 test-keras3: $(CURRENT_STAMP) $(COLAB_STAMP) $(DOCS_STAMP) ## the current and Colab lanes, their nbval and the site (half of make test)
 	@$(MAKE) --no-print-directory -k test-current test-nbval-current test-colab test-docs
 
-check-compat: ## fail if README's compatibility table disagrees with the lanes' last runs
+check-compat: ## fail if CONTRIBUTING.md's compatibility table disagrees with the lanes' last runs
 	$(PYTHON) -m tools.compat_table --check
 
 test-reference: $(STAMP) lint ## reference lane (TF 2.15): lint, unit, conventions, papermill (nbval: test-nbval)
@@ -214,7 +214,7 @@ docs: $(DOCS_STAMP) ## build the site into build/site from the committed noteboo
 	$(DOCS_BIN)/python -m sphinx -W --keep-going -b html docs $(BUILD)/site
 	@echo "The site is in $(BUILD)/site/index.html"
 
-compat: $(STAMP) ## rewrite README's compatibility table from the last `make test` records
+compat: $(STAMP) ## rewrite CONTRIBUTING.md's compatibility table from the last `make test` records
 	$(BIN)/python -m tools.compat_table
 
 bench: $(STAMP) ## training steps/s by steps per call (TPUEstimator, Model.fit, custom loop): build/bench/bench.md and bench.json

@@ -1,4 +1,4 @@
-"""nbval's comparison made tolerant of the last bits, and its runs recorded for the README's table.
+"""nbval's comparison made tolerant of the last bits, and its runs recorded for `make compat`.
 
 **The comparison.** nbval compares each output with the committed one character for
 character. The committed outputs come from one CPU; another CPU (oneDNN picks kernels by

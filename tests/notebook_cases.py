@@ -5,9 +5,10 @@ whatever its tags), with the notebook's own assertions holding. Bad cases must s
 readable error (no stack trace) whose message contains the given fragment.
 
 Lanes: good runs go to the reference lane (TF 2.15, Keras 2) and the current lane (the
-newest TF, Keras 3). Each Keras generation runs 1, 2 and 8 replicas once: nbval runs the
-defaults (8 replicas) in the reference lane and the Colab lane (Keras 3) runs them too, so
-the papermill cases run 1 and 2, with the other parameters' variations folded into them.
+newest TF, Keras 3). Each Keras generation runs 1 and 8 replicas once (nbval runs the
+defaults, 8 replicas, in the reference lane, and the Colab lane, Keras 3, runs them too), and
+a count between: 2 in Keras 2 and 4 in Keras 3, so that 1, 2, 4 and 8 all run, with the other
+parameters' variations, another seed among them, folded into those runs.
 Bad parameters stop in `helpers.params` before any TensorFlow call, so
 they run in the reference lane only (the unit tests of `helpers.params` and the one-line
 rendering test run in every lane); a case whose error depends on the TensorFlow version
@@ -50,7 +51,8 @@ class Case:
 CASES = [
     Case("00_setup.ipynb", lanes=COLAB),
     Case("00_setup.ipynb", {"virtual_replicas": 1, "global_batch": 3}),
-    Case("00_setup.ipynb", {"virtual_replicas": 2, "global_batch": 4, "seed": 7}),
+    Case("00_setup.ipynb", {"virtual_replicas": 2, "global_batch": 4, "seed": 7}, lanes=REFERENCE),
+    Case("00_setup.ipynb", {"virtual_replicas": 4, "seed": 3}, lanes=CURRENT),
     Case(
         "00_setup.ipynb",
         {"virtual_replicas": 0},
@@ -77,7 +79,7 @@ CASES = [
     ),
     Case(
         "01_tpu_estimator.ipynb",
-        {"train_steps": 12, "eval_batch_size": 32, "iterations_per_loop": 1},
+        {"train_steps": 12, "eval_batch_size": 32, "iterations_per_loop": 1, "seed": 7},
         lanes=REFERENCE,
     ),
     Case(
@@ -116,6 +118,12 @@ CASES = [
     Case(
         "02_keras_fit.ipynb",
         {"virtual_replicas": 2, "epochs": 2, "steps_per_epoch": 10, "global_batch": 16},
+        lanes=REFERENCE,
+    ),
+    Case(
+        "02_keras_fit.ipynb",
+        {"virtual_replicas": 4, "epochs": 2, "steps_per_epoch": 10, "global_batch": 16, "seed": 7},
+        lanes=CURRENT,
     ),
     Case(
         "02_keras_fit.ipynb",
@@ -134,6 +142,12 @@ CASES = [
     Case(
         "03_custom_loop.ipynb",
         {"virtual_replicas": 2, "steps": 24, "steps_per_call": 5, "global_batch": 16, "l2": 0.001},
+        lanes=REFERENCE,
+    ),
+    Case(
+        "03_custom_loop.ipynb",
+        {"virtual_replicas": 4, "steps": 24, "steps_per_call": 5, "global_batch": 16, "seed": 7},
+        lanes=CURRENT,
     ),
     Case(
         "03_custom_loop.ipynb",
@@ -152,6 +166,12 @@ CASES = [
     Case(
         "08_tpu_readiness.ipynb",
         {"virtual_replicas": 2, "global_batch": 16, "steps": 20, "seed": 7},
+        lanes=REFERENCE,
+    ),
+    Case(
+        "08_tpu_readiness.ipynb",
+        {"virtual_replicas": 4, "global_batch": 16, "steps": 20, "seed": 3},
+        lanes=CURRENT,
     ),
     Case(
         "08_tpu_readiness.ipynb",
@@ -172,7 +192,7 @@ CASES = [
     Case(
         "07_multi_worker.ipynb", {"num_workers": 3, "global_batch": 12, "steps": 6}, lanes=REFERENCE
     ),
-    Case("07_multi_worker.ipynb", {"global_batch": 16, "steps": 6}, lanes=CURRENT),
+    Case("07_multi_worker.ipynb", {"global_batch": 16, "steps": 6, "seed": 7}, lanes=CURRENT),
     Case(
         "07_multi_worker.ipynb",
         {"global_batch": 9},
@@ -207,15 +227,18 @@ CASES = [
 ]
 
 
-def stored_run_cases(notebook: str, two_replicas: dict[str, Any] | None = None) -> list[Case]:
+def stored_run_cases(notebook: str, several_replicas: dict[str, Any] | None = None) -> list[Case]:
     """The cases of a notebook that compares itself with a stored TPUEstimator run (09, 10, 12,
-    13, 14): its defaults in the Colab lane; 1 and 2 replicas in both full lanes (`two_replicas`:
-    other parameters folded into the second run); a replica count its global batch does not
-    allow, and a `compare_stored` that is not a bool, both stopped by the validation cell."""
+    13, 14): its defaults in the Colab lane; 1 replica in both full lanes, 2 in the reference
+    lane and 4 in the current one (`several_replicas`: other parameters folded into those two
+    runs); a replica count its global batch does not allow, and a `compare_stored` that is not
+    a bool, both stopped by the validation cell."""
+    other = several_replicas or {}
     return [
         Case(notebook, lanes=COLAB),
         Case(notebook, {"virtual_replicas": 1}),
-        Case(notebook, {"virtual_replicas": 2, **(two_replicas or {})}),
+        Case(notebook, {"virtual_replicas": 2, **other}, lanes=REFERENCE),
+        Case(notebook, {"virtual_replicas": 4, **other}, lanes=CURRENT),
         Case(
             notebook,
             {"virtual_replicas": 3},

@@ -9,14 +9,15 @@ every environment, so no case needs TPUEstimator.
 
 from __future__ import annotations
 
-from notebook_cases import COLAB, Case
+from notebook_cases import COLAB, CURRENT, REFERENCE, Case
 
 NOTEBOOK = "04_verify_migration.ipynb"
 
 CASES_04 = [
     Case(NOTEBOOK, lanes=COLAB),
     Case(NOTEBOOK, {"virtual_replicas": 1}),
-    Case(NOTEBOOK, {"virtual_replicas": 2, "seed": 7}),
+    Case(NOTEBOOK, {"virtual_replicas": 2, "seed": 7}, lanes=REFERENCE),
+    Case(NOTEBOOK, {"virtual_replicas": 4, "seed": 3}, lanes=CURRENT),
     Case(
         NOTEBOOK,
         {"virtual_replicas": 3},

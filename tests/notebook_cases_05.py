@@ -9,14 +9,15 @@ the minimum of 100 so the lanes stay quick; nbval covers the defaults (8 replica
 
 from __future__ import annotations
 
-from notebook_cases import COLAB, Case
+from notebook_cases import COLAB, CURRENT, REFERENCE, Case
 
 NOTEBOOK = "05_performance.ipynb"
 
 CASES_05 = [
     Case(NOTEBOOK, lanes=COLAB),
     Case(NOTEBOOK, {"virtual_replicas": 1, "steps": 100}),
-    Case(NOTEBOOK, {"virtual_replicas": 2, "steps": 100, "repeats": 2}),
+    Case(NOTEBOOK, {"virtual_replicas": 2, "steps": 100, "repeats": 2}, lanes=REFERENCE),
+    Case(NOTEBOOK, {"virtual_replicas": 4, "steps": 100, "repeats": 2, "seed": 7}, lanes=CURRENT),
     Case(
         NOTEBOOK,
         {"steps": 150},

@@ -35,7 +35,7 @@ COMPAT_RECORDS = ROOT / "build" / "compat" / f"{LANE}.jsonl"
 
 @pytest.fixture(scope="module")
 def compat_records():
-    """Where each run is recorded for the README's compatibility table (tools.compat_table)."""
+    """Where each run is recorded for the compatibility table (tools.compat_table)."""
     COMPAT_RECORDS.parent.mkdir(parents=True, exist_ok=True)
     COMPAT_RECORDS.write_text("")
     return COMPAT_RECORDS
@@ -91,11 +91,12 @@ def replicas_run(lanes: tuple[str, ...], notebook: str, defaults: dict) -> set[i
 
 
 @pytest.mark.reference_only
-def test_every_notebook_has_other_parameters_bad_ones_and_replica_counts_1_2_8_where_it_has_them():
-    """Each Keras generation runs 1, 2 and 8 replicas once, not once per lane: Keras 2 in the
-    reference lane (papermill, and nbval at the defaults), Keras 3 in the current lane and the
-    Colab lane (which runs the defaults). A notebook recorded in the current lane (Keras 3 on
-    JAX) has its good cases there, with nbval at the defaults, and no Keras 2 run."""
+def test_every_notebook_has_other_parameters_bad_ones_replica_counts_1_2_4_8_and_another_seed():
+    """Each Keras generation runs 1 and 8 replicas and a count between, so that 1, 2, 4 and 8
+    all run: Keras 2 in the reference lane (papermill 1 and 2, nbval the defaults' 8), Keras 3
+    in the current lane (1 and 4) and the Colab lane (the defaults). A notebook recorded in the
+    current lane (Keras 3 on JAX) runs all four there, with nbval at the defaults. A notebook
+    with a `seed` parameter runs with another seed in at least one good case."""
     good: dict[str, int] = defaultdict(int)
     bad: dict[str, int] = defaultdict(int)
     for case in CASES:
@@ -108,12 +109,19 @@ def test_every_notebook_has_other_parameters_bad_ones_and_replica_counts_1_2_8_w
         defaults = parameter_defaults(path)
         if recording_lane(path) == "current":
             ran = replicas_run(("current",), path.name, defaults) | {defaults["virtual_replicas"]}
-            assert {1, 2, 8} <= ran, path.name
+            assert {1, 2, 4, 8} <= ran, path.name
         elif "virtual_replicas" in defaults:
             keras_2 = replicas_run(REFERENCE, path.name, defaults) | {defaults["virtual_replicas"]}
             keras_3 = replicas_run(("current", "colab"), path.name, defaults)
             assert {1, 2, 8} <= keras_2, path.name
-            assert {1, 2, 8} <= keras_3, path.name
+            assert {1, 4, 8} <= keras_3, path.name
+        if "seed" in defaults:
+            seeds = {
+                case.parameters.get("seed", defaults["seed"])
+                for case in CASES
+                if case.notebook == path.name and case.error is None
+            }
+            assert seeds - {defaults["seed"]}, f"{path.name}: no good case with another seed"
 
 
 @pytest.mark.reference_only

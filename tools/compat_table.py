@@ -1,15 +1,15 @@
-"""`make compat`: the README's compatibility table, generated from what the tests ran.
+"""`make compat`: the compatibility table in CONTRIBUTING.md, generated from what the tests ran.
 
 tests/test_notebooks.py records every papermill run of a notebook (lane, runtime kind,
 replicas, whether it passed or stopped with its expected message, the TensorFlow and Keras
 versions) in build/compat/LANE.jsonl, and conftest.py nbval's runs in
 build/compat/LANE-nbval.jsonl. This turns those records into the notebooks x lanes x
-runtimes table between the markers in README.md (a column per lane, each cell naming the
+runtimes table between the markers in CONTRIBUTING.md (a column per lane, each cell naming the
 runtimes), with a legend that names each lane's versions. Runtimes no test ran on are marked
 as not verified, never assumed.
 
-    python -m tools.compat_table          # rewrite the table in README.md
-    python -m tools.compat_table --check  # fail if README.md disagrees with the records
+    python -m tools.compat_table          # rewrite the table in CONTRIBUTING.md
+    python -m tools.compat_table --check  # fail if CONTRIBUTING.md disagrees with the records
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ RECORDS = ROOT / "build" / "compat"
 # Runs on an accelerator machine no test lane has (tools.device_run, e.g. notebook 11 on a lent
 # GPU), committed: build/compat is made again by every `make test`, these are not.
 DEVICE_RECORDS = ROOT / "compat" / "device_runs.jsonl"
-README = ROOT / "README.md"
+TABLE_FILE = ROOT / "CONTRIBUTING.md"
 START = "<!-- compatibility-table:start -->"
 END = "<!-- compatibility-table:end -->"
 # Column names, short enough for the site's page width; the legend says what each one is.
@@ -147,8 +147,8 @@ def table(records: list[dict]) -> str:
     return "\n".join(lines) + "\n\n" + legend(records)
 
 
-def with_table(readme: str, rendered: str) -> str:
-    before, rest = readme.split(START, 1)
+def with_table(text: str, rendered: str) -> str:
+    before, rest = text.split(START, 1)
     _, after = rest.split(END, 1)
     return f"{before}{START}\n{rendered}\n{END}{after}"
 
@@ -157,20 +157,20 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="compare instead of writing")
     args = parser.parse_args(argv)
-    readme = README.read_text()
-    updated = with_table(readme, table(read_records()))
+    current = TABLE_FILE.read_text()
+    updated = with_table(current, table(read_records()))
     if args.check:
-        if updated != readme:
+        if updated != current:
             print(
-                "README.md's compatibility table does not match what the tests just ran. "
-                "Run `make compat` and commit README.md.",
+                "CONTRIBUTING.md's compatibility table does not match what the tests just ran. "
+                "Run `make compat` and commit CONTRIBUTING.md.",
                 file=sys.stderr,
             )
             return 1
-        print("compatibility table: README.md matches the test results")
+        print("compatibility table: CONTRIBUTING.md matches the test results")
         return 0
-    README.write_text(updated)
-    print("README.md: compatibility table updated from", RECORDS)
+    TABLE_FILE.write_text(updated)
+    print("CONTRIBUTING.md: compatibility table updated from", RECORDS)
     return 0
 
 

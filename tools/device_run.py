@@ -23,7 +23,7 @@ Every output from an earlier recording is cleared first. After each cell the exe
 what ran; the first cell that raises stops the run, its output kept up to the error. One
 result line goes to `device_runs.jsonl` in the compatibility table's record format, lane
 "current" (the Keras of the current lane, on that machine's JAX). Committed as
-`compat/device_runs.jsonl`, it puts that runtime in the README's table (`make compat`).
+`compat/device_runs.jsonl`, it puts that runtime in the compatibility table (`make compat`).
 
 On the lent machine, from the repository root, with `.whl` named in the run's `carry`:
 
