@@ -34,6 +34,8 @@ import copy
 import json
 import os
 import re
+import shutil
+import tempfile
 from importlib.metadata import version
 from pathlib import Path
 
@@ -45,6 +47,7 @@ from tools.project import recording_lane
 ROOT = Path(__file__).resolve().parent
 NOTEBOOK_PASSED: dict[str, bool] = {}
 _NBVAL_COMPARE_OUTPUTS = None  # nbval's own comparison, set in pytest_configure
+_NBVAL_KERNEL_TMP: Path | None = None  # the TMPDIR of nbval's kernels, removed at the end
 
 
 def _text_slots(outputs) -> dict[str, list[tuple[dict, str]]]:
@@ -82,11 +85,17 @@ def tolerant_compare_outputs(self, test, ref, skip_compare=None):
 
 
 def pytest_configure(config) -> None:
-    global _NBVAL_COMPARE_OUTPUTS
+    global _NBVAL_COMPARE_OUTPUTS, _NBVAL_KERNEL_TMP
     try:
         from nbval.plugin import IPyNbCell
     except ImportError:  # a lane without nbval runs no notebook comparison
         return
+    if config.getoption("nbval", False):
+        # nbval ends each kernel with `shutdown_kernel(now=True)` (nbval/kernel.py), a kill, so
+        # the removal a notebook registers for its temporary folders at exit never runs: the
+        # kernels get a folder of their own for TMPDIR, removed when the session ends.
+        _NBVAL_KERNEL_TMP = Path(tempfile.mkdtemp(prefix="nbval-kernels-"))
+        os.environ["TMPDIR"] = str(_NBVAL_KERNEL_TMP)
     if IPyNbCell.compare_outputs is not tolerant_compare_outputs:
         _NBVAL_COMPARE_OUTPUTS = IPyNbCell.compare_outputs
         IPyNbCell.compare_outputs = tolerant_compare_outputs
@@ -135,6 +144,8 @@ def nbval_record(path: Path, passed: bool, lane: str) -> dict:
 
 
 def pytest_sessionfinish(session) -> None:
+    if _NBVAL_KERNEL_TMP is not None:
+        shutil.rmtree(_NBVAL_KERNEL_TMP, ignore_errors=True)
     if not NOTEBOOK_PASSED or os.environ.get("TPU_MIGRATION_NBVAL_RECORDS") == "0":
         return
     lane = os.environ.get("TPU_MIGRATION_LANE", "reference")

@@ -146,7 +146,12 @@ def expected(case: Case, errors: list[CellError]) -> bool:
 
 
 @pytest.mark.parametrize("case", LANE_CASES, ids=[case.id for case in LANE_CASES])
-def test_papermill_run(case: Case, tmp_path, compat_records):
+def test_papermill_run(case: Case, tmp_path, compat_records, monkeypatch):
+    """The run's kernel (and the processes it starts) gets a temporary directory of its own,
+    which must be empty when a good run ends: a notebook removes what it created."""
+    kernel_tmp = tmp_path / "kernel_tmp"
+    kernel_tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(kernel_tmp))
     if case.error == "ParameterError":
         errors = validation_errors(case, tmp_path)
         if errors:  # refused by the validation cell, as the one-line message must be
@@ -164,6 +169,16 @@ def test_papermill_run(case: Case, tmp_path, compat_records):
         passed = expected(case, outcome.errors)
     record(compat_records, case, outcome.runtime_line, passed)
     assert passed, outcome.summary()
+    if case.error is None:
+        # TensorFlow's autograph writes a module per converted function into TMPDIR and
+        # removes it at exit; a process the notebook kills on purpose (06's preempted
+        # trainer) cannot, so those files are TensorFlow's, not the notebook's.
+        left = sorted(
+            path.name
+            for path in kernel_tmp.iterdir()
+            if not path.name.startswith("__autograph_generated_file")
+        )
+        assert not left, f"{case.notebook} left {len(left)} entries in its TMPDIR: {left[:5]}"
 
 
 def test_bad_parameter_errors_render_as_one_line_not_a_stack_trace(tmp_path):
