@@ -21,6 +21,12 @@ def tensorflow_source(*parts: str) -> str:
     return installed_source("tensorflow", "python", *parts)
 
 
+def function(source: str, name: str) -> str:
+    """The text of `def name(` up to the next `def `."""
+    start = source.index(f"def {name}(")
+    return source[start : source.index("def ", start + 4)]
+
+
 @pytest.mark.reference_only
 def test_off_a_tpu_the_estimator_builds_no_embedding_configuration() -> None:
     context = estimator_tpu_source("tpu_context.py")
@@ -182,3 +188,80 @@ def test_keras_3_adagrad_accumulates_each_slice_and_keras_rs_places_tables_by_ha
     config = installed_source(*embedding, "distributed_embedding_config.py")
     assert 'combiner: str = "mean"' in config
     assert "the first dimension represents the global batch size" in config
+
+
+@pytest.mark.reference_only
+def test_the_tpu_export_calls_the_model_fn_as_off_a_tpu_inside_a_rewrite() -> None:
+    context = estimator_tpu_source("tpu_context.py")
+    on_cpu = definition(context, "_is_running_on_cpu", "@property")
+    assert "if not self._use_tpu: return True" in on_cpu
+    assert "if is_export_mode: return True" in on_cpu
+    estimator = estimator_tpu_source("tpu_estimator.py")
+    augmented = definition(estimator, "_augment_model_fn", "def _export_output_to_tensors(")
+    assert (
+        "if ctx.is_running_on_cpu(is_export_mode=is_export_mode): "
+        "tf.compat.v1.logging.info('Running %s on CPU/GPU', mode) "
+        "estimator_spec = model_fn_wrapper.call_without_tpu(" in augmented
+    )
+    inference = definition(estimator, "model_fn_inference_on_tpu", "def _build_computation_for_")
+    assert "Note that this does not support features which are SparseTensors." in inference
+    computation = definition(estimator, "_build_computation_for_inference", "def inference_on_tpu(")
+    assert "tensors_on_cpu = tf.compat.v1.tpu.rewrite(tpu_computation)" in computation
+    columns = tensorflow_source("tpu", "feature_column_v2.py")
+    single = columns[columns.index("class _TPUEmbeddingColumnV2(") :]
+    create = definition(single, "create_state", "def get_dense_tensor(")
+    assert (
+        "_record_variable_scope_and_name( self.get_embedding_var_name(), 'embedding_weights',"
+        in (create)
+    )
+    cpu = function(tensorflow_source("tpu", "feature_column.py"), "_is_running_on_cpu")
+    assert "return tpu_function.get_tpu_context().number_of_shards is None" in cpu
+    assert "with tpu_function.tpu_shard_context(" in tensorflow_source("tpu", "tpu.py")
+    state = tensorflow_source("feature_column", "feature_column_v2.py")
+    assert (
+        "if name in self._cols_to_vars_map[feature_column]: return "
+        "self._cols_to_vars_map[feature_column][name] raise ValueError('Variable does not exist.')"
+        in state
+    )
+
+
+def test_an_id_out_of_range_fails_on_a_cpu_and_gives_zeros_on_a_gpu() -> None:
+    gather = definition(tensorflow_source("ops", "array_ops.py"), "gather", "def gather_v2(")
+    assert (
+        "Caution: On CPU, if an out of bound index is found, an error is raised. On GPU, if an "
+        "out of bound index is found, a 0 is stored in the corresponding output value." in gather
+    )
+    embedding = tensorflow_source("ops", "embedding_ops.py")
+    lookup = definition(embedding, "embedding_lookup", "def embedding_lookup_v2(")
+    assert (
+        "when using `tf.nn.embedding_lookup` on a GPU, if an out-of-bound index is encountered, "
+        "a value of 0 will be stored in the corresponding output value." in lookup
+    )
+
+
+def test_serving_lookup_combines_sparse_ids_safely_and_looks_dense_ids_up_one_by_one() -> None:
+    """Whitespace removed: TensorFlow 2.15 and later format this file differently."""
+    serving = tensorflow_source("tpu", "tpu_embedding_for_serving.py")
+    cpu = definition(serving, "cpu_embedding_lookup", "def _embedding_lookup_for_sparse_tensor(")
+    cpu = cpu.replace(" ", "")
+    assert (
+        'raiseValueError("Feature{}isasequencefeaturebutadensetensor""waspassed.".format(path))'
+        "outputs.append(embedding_ops.embedding_lookup_v2(table,inp))" in cpu
+    )
+    sparse = definition(
+        serving, "_embedding_lookup_for_sparse_tensor", "def _embedding_lookup_for_ragged_tensor("
+    ).replace(" ", "")
+    assert (
+        "returnembedding_ops.safe_embedding_lookup_sparse_v2("
+        "table,inp,sparse_weights=weight,combiner=feature.table.combiner" in sparse
+    )
+    assert "ifnotfeature.validate_weights_and_indices" in sparse.replace("(", "")
+    utils = tensorflow_source("tpu", "tpu_embedding_v2_utils.py")
+    feature = utils[utils.index("class FeatureConfig") :]
+    assert "validate_weights_and_indices: bool = True," in feature
+    columns = tensorflow_source("feature_column", "feature_column_v2.py")
+    assert "embedding_lookup_sparse = embedding_ops.safe_embedding_lookup_sparse" in columns
+    safe = definition(
+        tensorflow_source("ops", "embedding_ops.py"), "safe_embedding_lookup_sparse_v2", "@"
+    )
+    assert "or the 0-vector if `default_id` is not supplied" in safe
