@@ -140,3 +140,48 @@ def test_data_parallel_splits_the_first_dimension_and_initialize_starts_jax_dist
 def test_model_checkpoint_writes_keras_files() -> None:
     checkpoint = keras_source("callbacks", "model_checkpoint.py")
     assert "self.model.save_weights(" in checkpoint and "self.model.save(" in checkpoint
+
+
+def test_dtensor_meshes_every_device_kind_and_keras_3_keeps_it_in_a_prototype() -> None:
+    """Notebook 11's model-parallel section: TensorFlow's general counterpart, DTensor, takes
+    CPU, GPU or TPU devices, and Keras 3 uses it only in its TensorFlow backend's prototype;
+    its precision section: TensorFlow's TensorFloat-32 switch, on by default, covers GPUs and
+    TPUs."""
+    mesh = installed_source("tensorflow", "dtensor", "python", "mesh_util.py")
+    distributed = definition(mesh, "create_distributed_mesh", "def barrier(")
+    assert "Supported values are 'CPU', 'GPU', 'TPU'." in distributed
+    assert "raise ValueError(f'Device type {device_type} is not CPU, GPU or TPU')" in distributed
+    prototype = keras_source("backend", "tensorflow", "distribution_lib.py")
+    assert prototype.startswith('"""!!!DO NOT USE!!!')
+    assert "from tensorflow.experimental import dtensor" in prototype
+    from pathlib import Path  # here, to leave the module's imports to its other pins
+
+    spec = importlib.util.find_spec("keras")
+    assert spec is not None and spec.submodule_search_locations
+    keras_dir = Path(spec.submodule_search_locations[0])
+    users = sorted(
+        file.relative_to(keras_dir).as_posix()
+        for file in (keras_dir / "src").rglob("*.py")
+        if "dtensor" in file.read_text() and not file.name.endswith("_test.py")
+    )
+    assert users == ["src/backend/tensorflow/distribution_lib.py"], users
+    config = installed_source("tensorflow", "python", "framework", "config.py")
+    tf32 = definition(config, "enable_tensor_float_32_execution", "def get_intra_op_parallelism")
+    assert "TensorFloat-32 is enabled by default." in tf32
+    assert "TPUs use bfloat16 precision instead of TensorFloat-32 precision" in tf32
+    assert "Disabling TensorFloat-32 with this function also causes TPUs to run" in tf32
+
+
+@pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="this lane has no JAX")
+def test_jax_writes_its_default_matmul_precision_into_each_product_it_traces() -> None:
+    """Notebook 11: `jax_default_matmul_precision` is read when a product is traced, so a
+    program exported after it is set carries it."""
+    lax = installed_source("jax", "_src", "lax", "lax.py")
+    canonical = definition(lax, "canonicalize_precision", "def _balanced_eq(")
+    assert (
+        "if precision is None: if config.default_matmul_precision.value is None: return None"
+        in canonical
+    )
+    assert "return canonicalize_precision(config.default_matmul_precision.value)" in canonical
+    dot = definition(lax, "dot_general", "def ragged_dot(")
+    assert "precision=canonicalize_precision(precision)" in dot
