@@ -20,7 +20,7 @@ default parameters, with `model_dir` a new temporary folder, and copies the run 
 notebook saved there. The TensorFlow 1 code exists once, in notebook 01; a test
 (tests/test_tf1_run.py) runs 01 again and checks that it still agrees with the stored run.
 
-Notebook 01 writes into `model_dir` (documented in its "The run, saved for notebook 04"):
+Notebook 01 writes into `model_dir` (documented in its appendix "the run, saved for notebook 04"):
 - `tf1_run.json`: the settings, the loss of every training step, the final weights, the
   predictions on the evaluation set, the losses and weights of the resumed steps, and the
   paths (relative to `model_dir`) of the checkpoint of the last training step and of the
