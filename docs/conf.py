@@ -8,6 +8,7 @@ its source directory.
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import tomllib
@@ -168,7 +169,43 @@ def _warn_unexecuted(app):
         )
 
 
+# Inline code in tables (the cheat sheet, the surface page, the notebooks' paired TF1/TF2
+# tables): Sphinx writes each space-separated piece of a literal as <span class="pre">, which
+# basic.css keeps on one line, so a long call such as
+# `tf.config.experimental_connect_to_cluster(resolver)` made its column as wide as itself and
+# the table wider than the page.  _add_table_code_breaks gives those pieces break
+# opportunities (<wbr>, which adds no character to copied or searched text) at punctuation
+# only: before a dot followed by a name (not in 0.1), after an opening bracket, a comma, "="
+# or "/", and between the words of a snake_case name of TABLE_CODE_LONG_NAME characters or
+# more.  No word is ever broken (tests/site_browser.py checks it).
+TABLE_CODE_LONG_NAME = 24
+_TABLE = re.compile(r"<table\b.*?</table>", re.S)
+_PRE_SPAN = re.compile(r'(<span class="pre">)([^<]*)(</span>)')
+_PUNCTUATION_BREAK = re.compile(r"(?<=[(\[{,=/])(?=[^\s)\]},])|(?<=[\w)\]])(?=\.[^\W\d])")
+_LONG_NAME = re.compile(rf"\w{{{TABLE_CODE_LONG_NAME},}}")
+_SNAKE_BREAK = re.compile(r"(?<=[^\W_])_(?=[^\W_])")
+
+
+def add_table_code_breaks(html: str) -> str:
+    """`html` with <wbr> at the break points above, inside the tables' inline code only.
+    The text between tags is HTML-escaped, and no character entity holds the punctuation
+    matched (`&quot;` and `&#39;` are letters, digits, `#` and `;`)."""
+
+    def piece(match: re.Match) -> str:
+        start, text, end = match.groups()
+        text = _LONG_NAME.sub(lambda name: _SNAKE_BREAK.sub("_<wbr>", name.group(0)), text)
+        return start + _PUNCTUATION_BREAK.sub("<wbr>", text) + end
+
+    return _TABLE.sub(lambda table: _PRE_SPAN.sub(piece, table.group(0)), html)
+
+
+def _add_table_code_breaks(app, pagename, templatename, context, doctree):
+    if "body" in context:
+        context["body"] = add_table_code_breaks(context["body"])
+
+
 def setup(app):
     app.connect("builder-inited", _warn_unexecuted)
     app.connect("html-page-context", _fix_notebook_repo_paths, priority=900)
     app.connect("doctree-read", _localise_colab_badges, priority=400)
+    app.connect("html-page-context", _add_table_code_breaks)

@@ -10,8 +10,13 @@
 - loads the index, the cheat sheet, every notebook page and a search (and runs Sphinx's search
   for every TF1 name of the surface page, which must be among the results); checks code cells,
   outputs, tracebacks, tables, images (complete and naturalWidth > 0), copy buttons, the
-  Colab launch link, heading anchors, console errors, and that no code line, output or table
-  is wider than its box (cut off at the right edge); saves full-page screenshots.
+  Colab launch link, heading anchors, console errors; the layout (at 1280 px): code keeps its
+  lines (`white-space: pre`, as many rendered lines as text lines, so no continuation starts at
+  column 0) and scrolls inside its own box when it must, a 100-character line fits a code cell,
+  the article takes the page's width where there is no on-page contents, no word inside a
+  table's inline code is broken across lines, nothing is wider than its box unless that box
+  (or a wrapper around a table) scrolls, and the sidebar lists the notebooks by number in
+  reading order; saves full-page screenshots.
 Exit code 0 when every check passes.
 """
 
@@ -30,6 +35,15 @@ from urllib.parse import urlsplit
 from playwright.sync_api import sync_playwright
 
 from tools.project import NOTEBOOKS, ROOT, colab_url
+
+# docs/conf.py lets a snake_case name of this many characters or more break between its words
+# in a table (a <wbr> after each "_"); shorter names, and every word, stay on one line.
+TABLE_CODE_LONG_NAME = int(
+    re.search(r"^TABLE_CODE_LONG_NAME = (\d+)$", (ROOT / "docs" / "conf.py").read_text(), re.M)[1]
+)
+# ruff's line length: a line of code this long fits a code cell without scrolling at VIEWPORT.
+CODE_LINE_LENGTH = 100
+VIEWPORT = {"width": 1280, "height": 900}
 
 
 def notebook_plots(name: str) -> int:
@@ -75,7 +89,16 @@ ARGS = [
 ]
 COLAB_PREFIX = colab_url("")  # every notebook page must launch its own notebook in Colab
 
-PAGE_STATS_JS = """() => {
+PAGE_STATS_JS = """(longName) => {
+  const scrolls = e => ['auto', 'scroll'].includes(getComputedStyle(e).overflowX);
+  const longestLine = e => (e.innerText || '').split('\\n')
+    .reduce((a, b) => b.length > a.length ? b : a, '').slice(0, 80);
+  const codeBoxes = () => [...document.querySelectorAll('article div.highlight pre')]
+    .filter(pre => !pre.closest('div.cell_output'));
+  const canvas = document.createElement('canvas').getContext('2d');
+  const charWidth = e => { const s = getComputedStyle(e);
+    canvas.font = `${s.fontStyle} ${s.fontWeight} ${s.fontSize} ${s.fontFamily}`;
+    return canvas.measureText('x'.repeat(100)).width / 100; };
   const imgs = [...document.querySelectorAll('article img, .bd-article img')];
   return {
     title: document.title,
@@ -98,14 +121,79 @@ PAGE_STATS_JS = """() => {
                                     return !!b && b.offsetWidth > 0 && b.offsetHeight > 0; })(),
     stylesheets_applied: getComputedStyle(document.body).fontFamily,
     overflowing_x: document.documentElement.scrollWidth > document.documentElement.clientWidth,
-    // code, outputs and tables whose content is wider than their box: cut off at the right
-    // edge (or behind a sideways scrollbar), each with its longest line
+    // content wider than its box where the box does not scroll: cut off at the right edge or
+    // sticking out of it (a box that scrolls sideways on purpose, overflow-x auto or scroll,
+    // is allowed), each with its longest line
     cut_off: [...document.querySelectorAll(
-        'article pre, article table, article div.highlight, div.cell_output')]
-      .filter(e => e.scrollWidth > e.clientWidth + 1)
-      .map(e => `${e.tagName.toLowerCase()} ${e.scrollWidth}px in ${e.clientWidth}px: ` +
-                (e.innerText || '').split('\\n').reduce((a, b) => b.length > a.length ? b : a, '')
-                  .slice(0, 80)),
+        'article.bd-article, article pre, article div.highlight, div.cell_output, article table, ' +
+        'article .pst-scrollable-table-container')]
+      .filter(e => e.scrollWidth > e.clientWidth + 1 && !scrolls(e))
+      .map(e => `${e.tagName.toLowerCase()}.${e.classList[0] || ''} ${e.scrollWidth}px in ` +
+                `${e.clientWidth}px: ${longestLine(e)}`),
+    // tables wider than the box they sit in, unless a wrapper between them and the article
+    // scrolls sideways
+    wide_tables: [...document.querySelectorAll('article table')]
+      .filter(t => t.getBoundingClientRect().width > t.parentElement.clientWidth + 1)
+      .filter(t => { for (let e = t.parentElement; e && e.tagName !== 'ARTICLE'; e = e.parentElement)
+                       if (scrolls(e)) return false;
+                     return true; })
+      .map(t => `${Math.round(t.getBoundingClientRect().width)}px in ` +
+                `${t.parentElement.clientWidth}px: ${(t.innerText || '').slice(0, 60)}`),
+    // code boxes (cell inputs, code blocks) that wrap: white-space other than pre, or more
+    // rendered lines than the code has (a continuation starting at column 0)
+    wrapped_code: codeBoxes().filter(pre => {
+        const s = getComputedStyle(pre);
+        const lines = pre.innerText.replace(/\\n$/, '').split('\\n').length;
+        const rendered = Math.round((pre.clientHeight - parseFloat(s.paddingTop)
+                                     - parseFloat(s.paddingBottom)) / parseFloat(s.lineHeight));
+        return s.whiteSpace !== 'pre' || rendered > lines;
+      }).map(pre => `${getComputedStyle(pre).whiteSpace}: ${longestLine(pre)}`),
+    // the narrowest code cell, in characters of its font; the code lines wider than their box
+    // (they scroll sideways), of all lines
+    code_box_chars: [...document.querySelectorAll('div.cell_input pre')].map(pre => {
+        const s = getComputedStyle(pre);
+        const inner = pre.clientWidth - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight);
+        return Math.floor(inner / charWidth(pre));
+      }).reduce((a, b) => a === null || b < a ? b : a, null),
+    code_lines: codeBoxes().reduce((n, pre) => n + pre.innerText.replace(/\\n$/, '').split('\\n').length, 0),
+    code_lines_scrolling: codeBoxes().reduce((n, pre) => {
+        const s = getComputedStyle(pre);
+        const inner = pre.clientWidth - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight);
+        return n + pre.innerText.split('\\n').filter(l => l.length * charWidth(pre) > inner + 1).length;
+      }, 0),
+    // words of a table's inline code (letters and digits between punctuation; a name shorter
+    // than longName characters counts as one word) rendered on more than one line. A code
+    // element's text is split into several text nodes by conf.py's <wbr>s: words are found in
+    // the whole text, and a word's lines are the distinct tops of its rectangles.
+    broken_words: [...document.querySelectorAll('article table code')].flatMap(code => {
+        const nodes = [], walker = document.createTreeWalker(code, NodeFilter.SHOW_TEXT);
+        let text = '';
+        for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+          nodes.push([node, text.length]);
+          text += node.data;
+        }
+        const at = i => { const [node, start] = nodes.findLast(([, start]) => start <= i);
+                          return [node, i - start]; };
+        const lines = rects => rects.filter(r => r.width > 0).reduce((tops, r) =>
+          tops.some(top => Math.abs(top - r.top) < r.height / 2) ? tops : [...tops, r.top], []).length;
+        const broken = [];
+        for (const name of text.matchAll(/\\w+/g)) {
+          const words = name[0].length < longName ? [name]
+            : [...name[0].matchAll(/[^\\W_]+/g)].map(w => ({0: w[0], index: name.index + w.index}));
+          for (const word of words) {
+            const range = document.createRange(), [last, offset] = at(word.index + word[0].length - 1);
+            range.setStart(...at(word.index));
+            range.setEnd(last, offset + 1);
+            if (lines([...range.getClientRects()]) > 1) broken.push(name[0]);
+          }
+        }
+        return broken;
+      }),
+    content_width: Math.round((document.querySelector('.bd-content') || {clientWidth: 0}).clientWidth),
+    article_width: Math.round((document.querySelector('.bd-article-container') || {clientWidth: 0}).clientWidth),
+    secondary_sidebar: !!document.querySelector('.bd-sidebar-secondary'),
+    sidebar_titles: [...document.querySelectorAll('.bd-sidebar-primary a.reference')]
+      .map(a => a.textContent.trim()),
     sidebar_links: document.querySelectorAll('.bd-sidebar-primary a.reference').length,
   };
 }"""
@@ -141,7 +229,7 @@ def check_in_browser(root: Path, shots: Path) -> dict:
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
         t_launch = time.perf_counter() - t0
-        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        context = browser.new_context(viewport=VIEWPORT)
         current = {"page": ""}
 
         def route(r):
@@ -179,7 +267,7 @@ def check_in_browser(root: Path, shots: Path) -> dict:
             t = time.perf_counter()
             page.goto(base + rel, wait_until="load")
             page.wait_for_load_state("networkidle")
-            stats = page.evaluate(PAGE_STATS_JS)
+            stats = page.evaluate(PAGE_STATS_JS, TABLE_CODE_LONG_NAME)
             shot = shots / (rel.replace("/", "__").replace(".html", "") + ".png")
             page.screenshot(path=str(shot), full_page=True)
             stats["seconds"] = round(time.perf_counter() - t, 2)
@@ -188,6 +276,21 @@ def check_in_browser(root: Path, shots: Path) -> dict:
 
             check(stats["sidebar_links"] > 0, f"{rel}: no navigation sidebar")
             check(not stats["cut_off"], f"{rel}: cut off at the right edge: {stats['cut_off'][:3]}")
+            check(not stats["overflowing_x"], f"{rel}: the page scrolls sideways")
+            check(
+                not stats["wide_tables"],
+                f"{rel}: table wider than its box, with no scrolling wrapper: "
+                f"{stats['wide_tables'][:3]}",
+            )
+            check(not stats["wrapped_code"], f"{rel}: code wraps: {stats['wrapped_code'][:3]}")
+            check(
+                not stats["broken_words"],
+                f"{rel}: table code broken inside a word: {stats['broken_words'][:5]}",
+            )
+            check(
+                stats["secondary_sidebar"] or stats["article_width"] >= stats["content_width"] - 1,
+                f"{rel}: the article is {stats['article_width']}px of {stats['content_width']}px",
+            )
             check(
                 "sans" in stats["stylesheets_applied"].lower()
                 or "apple-system" in stats["stylesheets_applied"],
@@ -212,6 +315,11 @@ def check_in_browser(root: Path, shots: Path) -> dict:
                     f"{rel}: no Colab launch link to {COLAB_PREFIX + name}: {stats['colab_links']}",
                 )
                 check(stats["launch_button_visible"], f"{rel}: launch (rocket) button hidden")
+                check(
+                    (stats["code_box_chars"] or 0) >= CODE_LINE_LENGTH,
+                    f"{rel}: a code cell shows {stats['code_box_chars']} characters a line, "
+                    f"not {CODE_LINE_LENGTH}, at {VIEWPORT['width']}px",
+                )
                 plots = [i for i in stats["images"] if "colab-badge" not in (i["src"] or "")]
                 check(
                     len(plots) >= notebook_plots(name),
@@ -220,6 +328,14 @@ def check_in_browser(root: Path, shots: Path) -> dict:
                 )
             else:
                 check(stats["tables"] > 0, f"{rel}: no table rendered")
+            # every notebook as "NN short title" (five words at most), in reading order
+            numbered = [t for t in stats["sidebar_titles"] if re.match(r"\d\d ", t)]
+            check(
+                [t[:2] for t in numbered] == [p.stem[:2] for p in notebooks]
+                and all(len(t.split()) <= 5 for t in numbered),
+                f"{rel}: the sidebar does not number the notebooks in reading order with short "
+                f"titles: {stats['sidebar_titles']}",
+            )
 
         # The launch dropdown opens and shows the Colab entry.
         current["page"] = "notebooks/00_setup.html (launch menu)"

@@ -132,6 +132,28 @@ def test_cheat_sheet_is_grouped_by_where_the_name_appears():
     assert not re.search(r"^\| ", text.split("\n## ", 1)[0], re.M)  # no row before the first group
 
 
+def notebook_toctree() -> list[tuple[str, str]]:
+    """The index's "Notebooks" toctree: (title, notebook stem) for each entry, in order."""
+    text = (ROOT / "docs" / "index.md").read_text()
+    block = re.search(r"```\{toctree\}\n(?:[^`]*\n)?:caption: Notebooks\n(.*?)```", text, re.S)
+    assert block, "docs/index.md has no toctree captioned Notebooks"
+    lines = [line.strip() for line in block[1].splitlines()]
+    entries = [line for line in lines if line and not line.startswith(":")]  # not an option
+    pairs = [re.fullmatch(r"(.+) <notebooks/(\w+)>", entry) for entry in entries]
+    assert all(pairs), f"an entry without an explicit title: {entries}"
+    return [(pair[1], pair[2]) for pair in pairs]
+
+
+def test_the_sidebar_lists_every_notebook_with_a_numbered_short_title():
+    """An explicit entry per notebook (not a glob), so that the sidebar shows "02 Model.fit"
+    rather than the notebook's long title: a new notebook needs its line here."""
+    entries = notebook_toctree()
+    assert [stem for _, stem in entries] == [path.stem for path in notebook_paths()]
+    for title, stem in entries:
+        assert title.startswith(stem[:2] + " "), f"{title!r} is not numbered as {stem}"
+        assert len(title.split()) <= 5, f"{title!r}: a short title, five words at most"
+
+
 def test_the_finder_page_links_every_notebook(site):
     page = (site / "finder.html").read_text()
     for path in notebook_paths():
