@@ -5,12 +5,12 @@ The notebook needs Keras 3 and JAX, which only the current lane has; it is recor
 test-nbval-current`). Its good cases run in the current lane, on 1, 2 and 4 devices; every good
 run asserts, inside the notebook, that `Model.fit` and the JAX custom loop agree with the
 stored TPUEstimator run (every step's loss and the final weights within 1e-6), that the
-model-parallel run agrees with the replicated one and adds its split product in one all-reduce,
-that the resumed run ends where TPUEstimator's resumed run ended, and that the served
-predictions agree with TPUEstimator's SavedModel's. In the reference lane (Keras 2, no JAX) and
-the Colab lane (TensorFlow's Keras 3, no JAX) it stops at the runtime cell with one line saying
-what is missing. Bad parameters stop in the validation cell, before that, so they run in the
-reference lane.
+model-parallel run agrees with the replicated one and, on more than one device, adds its split
+product in one all-reduce, that the resumed run ends where TPUEstimator's resumed run ended,
+and that the served predictions agree with TPUEstimator's SavedModel's. In the reference lane
+(Keras 2, no JAX) and the Colab lane (TensorFlow's Keras 3, no JAX) it stops at the runtime
+cell with one line saying what is missing. Bad parameters stop in the validation cell, before
+that, so they run in the reference lane.
 """
 
 from __future__ import annotations

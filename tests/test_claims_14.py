@@ -225,7 +225,7 @@ def test_the_tpu_export_calls_the_model_fn_as_off_a_tpu_inside_a_rewrite() -> No
     )
 
 
-def test_an_id_out_of_range_fails_on_a_cpu_and_gives_zeros_on_a_gpu() -> None:
+def test_an_id_out_of_range_fails_on_a_cpu_and_is_not_checked_on_a_gpu() -> None:
     gather = definition(tensorflow_source("ops", "array_ops.py"), "gather", "def gather_v2(")
     assert (
         "Caution: On CPU, if an out of bound index is found, an error is raised. On GPU, if an "
@@ -236,6 +236,10 @@ def test_an_id_out_of_range_fails_on_a_cpu_and_gives_zeros_on_a_gpu() -> None:
     assert (
         "when using `tf.nn.embedding_lookup` on a GPU, if an out-of-bound index is encountered, "
         "a value of 0 will be stored in the corresponding output value." in lookup
+    )
+    assert (
+        "out-of-bound indices result in safe but unspecified behavior, which may include "
+        "raising an error" in lookup
     )
 
 

@@ -90,18 +90,29 @@ def test_a_model_captured_by_a_callback_has_no_values_during_a_jax_fit() -> None
         "import numpy as np, keras\n"
         "model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])\n"
         "model.compile('sgd', 'mse'); seen = []\n"
+        "def read(where):\n"
+        "    try: np.asarray(model.layers[0].kernel); seen.append(where + ':read')\n"
+        "    except TypeError: seen.append(where + ':TypeError')\n"
         "class Captured(keras.callbacks.Callback):\n"
+        "    def on_train_batch_begin(self, batch, logs=None): read('begin')\n"
         "    def on_train_batch_end(self, batch, logs=None):\n"
-        "        try: np.asarray(model.layers[0].kernel); seen.append('read')\n"
-        "        except TypeError: seen.append('TypeError')\n"
-        "        np.asarray(self.model.layers[0].kernel); seen.append('synced')\n"
+        "        read('end'); np.asarray(self.model.layers[0].kernel); seen.append('synced')\n"
+        "    def on_epoch_end(self, epoch, logs=None): read('epoch_end')\n"
         "model.fit(np.ones((8, 2)), np.ones((8, 1)), batch_size=4, verbose=0,\n"
         "          callbacks=[Captured()])\n"
         "print(' '.join(seen))\n"
     )
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr[-2000:]
-    assert run.stdout.split() == ["TypeError", "synced", "TypeError", "synced"]
+    assert run.stdout.split() == [
+        "begin:read",  # before the first step
+        "end:TypeError",
+        "synced",
+        "begin:read",  # still synced: no step since
+        "end:TypeError",  # the step emptied them again
+        "synced",
+        "epoch_end:read",  # fit synced them at the epoch's end
+    ]
 
 
 def test_tensorboard_does_not_profile_on_jax_below_python_3_12() -> None:
