@@ -5,9 +5,11 @@ Every good run asserts, inside the notebook, that `fit` with an evaluation after
 exporting callback keeps the steps `BestExporter`, `LatestExporter` and `FinalExporter` kept,
 that the TF2 export's `tf.Example` signatures serve the TF1 export's scores and regression
 values within 1e-5, that the TF1 export's signatures carry the classify and regress method
-names and the TF2 export's the predict one only, and that `Model.predict` matches
-`predict(predict_keys=...)`. In the reference lane the TensorFlow 1 cells run too, and the
-notebook checks their run against the stored one (fixtures/tf1_export).
+names and the TF2 export's the predict one only, with the same input and output tensors, and
+that predictions computed from `Model.predict` match `predict(predict_keys=...,
+yield_single_examples=...)`: the keys, the dictionaries and the probabilities. In the reference
+lane the TensorFlow 1 cells run too, and the notebook checks their run against the stored one
+(fixtures/tf1_export).
 """
 
 from __future__ import annotations

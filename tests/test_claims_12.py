@@ -27,6 +27,30 @@ def test_estimator_train_adds_its_own_nan_hook_before_the_model_fns_hooks() -> N
 
 
 @pytest.mark.reference_only
+def test_get_variable_value_is_load_checkpoint_get_tensor() -> None:
+    """Estimator.get_variable_value is tf.train.load_variable on the model_dir, which is
+    load_checkpoint(...).get_tensor: the same reader as the notebook's TF2 cell."""
+    source = installed_source("tensorflow_estimator", "python", "estimator", "estimator.py")
+    value = definition(source, "get_variable_value", "def get_variable_names(")
+    assert "return tf.train.load_variable(self.model_dir, name)" in value
+    utils = installed_source("tensorflow", "python", "training", "checkpoint_utils.py")
+    load = definition(utils, "load_variable", "def list_variables(")
+    assert "reader = load_checkpoint(ckpt_dir_or_file) return reader.get_tensor(name)" in load
+
+
+def test_checkpoint_saver_hook_saves_first_at_the_step_it_starts_from() -> None:
+    """CheckpointSaverHook saves when the session is created, numbered by the global_step read
+    then (0 in a new run, the restored step in a resumed one)."""
+    hooks = installed_source("tensorflow", "python", "training", "basic_session_run_hooks.py")
+    saver = hooks[hooks.index("class CheckpointSaverHook(") : hooks.index("class StepCounterHook(")]
+    created = definition(saver, "after_create_session", "def before_run(")
+    assert "global_step = session.run(self._global_step_tensor)" in created
+    assert "self._save(session, global_step)" in created
+    save = definition(saver, "_save", "def _get_saver(")
+    assert "self._get_saver().save(session, self._save_path, global_step=step," in save
+
+
+@pytest.mark.reference_only
 def test_keep_checkpoint_max_is_the_savers_max_to_keep() -> None:
     source = installed_source("tensorflow_estimator", "python", "estimator", "estimator.py")
     train = definition(source, "_train_with_estimator_spec", "def _evaluate_build_graph(")

@@ -1,9 +1,11 @@
 """Pins on the TensorFlow and estimator source that notebook 13 (exporting and serving)
 quotes but its cells do not assert.
 
-What the notebook runs (the steps each exporter kept, the served scores, the method names of
-both exports, `predict_keys`) its cells assert. Left here: the statements about the code that
-decides it, read in the files the notebook names, without starting TensorFlow.
+What the notebook runs (the steps each exporter kept, the served scores, the method names and
+tensors of both exports' signatures, `predict_keys`) its cells assert. Left here: the
+statements about the code that decides it, read in the files the notebook names, without
+starting TensorFlow. What TensorFlow Serving does with a method name (its model server's
+`--enable_signature_method_name_check`) is quoted from its source, which is not installed here.
 """
 
 from __future__ import annotations
@@ -89,8 +91,11 @@ def test_the_hook_reads_global_step_beside_the_training_op_and_looks_once_a_step
 
 
 def test_the_hooks_timer_fires_first_on_the_first_step() -> None:
+    """It fires on the first step, then after every_secs seconds or every_steps steps: a run
+    shorter than run_every_secs (and no run_every_steps) looks once."""
     trigger = timer_trigger()
     assert "if self._last_triggered_step is None: return True" in trigger
+    assert "if time.time() >= self._last_triggered_time + self._every_secs: return True" in trigger
     assert "if step >= self._last_triggered_step + self._every_steps:" in trigger
 
 
