@@ -16,6 +16,7 @@ from notebook_cases import stored_run_cases
 
 NOTEBOOK = "10_conv_batch_norm.ipynb"
 
-# The second run keeps the defaults' seed: another one makes other TF1 initial weights, a run
-# whose parity these bounds were not set for.
-CASES_10 = stored_run_cases(NOTEBOOK)
+# The 2- and 4-replica runs take another seed: in the reference lane the live TF1 run starts from
+# other initial weights (not compared with the stored run, made at 42), and every parity bound
+# and demonstration must hold there too.
+CASES_10 = stored_run_cases(NOTEBOOK, several_replicas={"seed": 7})

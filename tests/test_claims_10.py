@@ -208,3 +208,25 @@ def test_synchronized_batch_norm_takes_the_variance_from_sums_of_squares() -> No
         "y_squared_sum = replica_ctx.all_reduce( tf.distribute.ReduceOp.SUM, local_squared_sum )"
         in sync
     )
+
+
+def test_plain_batch_norm_moving_variance_per_keras_generation() -> None:
+    """10 (cells 35 and 68): Keras 2's plain `BatchNormalization` runs the fused kernel and
+    keeps its variance, which carries n/(n−1); Keras 3's feeds the uncorrected variance of
+    `ops.moments` (`tf.nn.moments` on TensorFlow) into the moving variance. The notebook's cell
+    after the cost table asserts each generation's factor."""
+    source = installed_source("keras", "src", "layers", "normalization", "batch_normalization.py")
+    if KERAS_MAJOR == 2:
+        assert "self._bessels_correction_test_only = True" in source
+        fused = definition(source, "_fused_batch_norm", "def _renorm_correction_and_moments(")
+        assert "variance computed by fused batch norm is with Bessel's correction" in fused
+        assert "if self._bessels_correction_test_only: return variance" in fused
+        assert "return tf.compat.v1.nn.fused_batch_norm(" in fused
+    else:
+        call = definition(source, "call", "def get_config(")
+        assert "mean, variance = self._moments(inputs, mask)" in call
+        assert "moving_variance * self.momentum + variance * (1.0 - self.momentum)" in call
+        moments = definition(source, "_moments", "def _renorm_correction_and_moments(")
+        assert "return ops.moments( inputs, axes=self._reduction_axes," in moments
+        nn = installed_source("keras", "src", "backend", "tensorflow", "nn.py")
+        assert "return tf.nn.moments(x, axes, keepdims=keepdims)" in nn
