@@ -76,9 +76,14 @@ $(UV_STAMP):
 	@touch $@
 
 # $(call kernel,FOLDER,DISPLAY NAME): register FOLDER's Python as the `python3` Jupyter kernel
-# inside FOLDER, which papermill and nbval find when run from it.
+# inside FOLDER, which papermill and nbval find when run from it. ipykernel stages the spec in a
+# new temporary folder that it leaves behind empty (write_kernel_spec in ipykernel/kernelspec.py),
+# so it stages it in a folder of FOLDER's, removed afterwards.
 define kernel
-	$(1)/bin/python -m ipykernel install --sys-prefix --name python3 --display-name "$(2)" >/dev/null
+	@mkdir -p $(1)/.kernel-staging
+	TMPDIR=$(abspath $(1))/.kernel-staging $(1)/bin/python -m ipykernel install --sys-prefix \
+	  --name python3 --display-name "$(2)" >/dev/null
+	@rm -rf $(1)/.kernel-staging
 endef
 
 $(STAMP): requirements.txt pyproject.toml | $(UV_NEEDED)
