@@ -5,10 +5,8 @@ seed from Keras' global random state. Two fresh processes show it."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
+from support import run_python
 
 pytestmark = [pytest.mark.reference_only, pytest.mark.tensorflow]
 
@@ -29,7 +27,7 @@ for initializer in (None, tf1.truncated_normal_initializer(stddev=0.02)):
 
 
 def initial_kernels() -> list[str]:
-    run = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True)
+    run = run_python(SCRIPT)
     assert run.returncode == 0, run.stderr[-2000:]
     return run.stdout.split()
 

@@ -1,18 +1,18 @@
 """Pins on the Keras 3 source that the Keras 3 on JAX section of docs/surface.md rests on.
 
 The section's rows link notebook 11 where a cell runs them; the rest name a Keras file and
-function, read here without importing Keras, so that a release that changes one fails with
-the claim's name. Keras 2 has no JAX backend: the reference lane skips these.
+function, read here without importing Keras (one test runs a JAX `fit`, in a subprocess), so
+that a release that changes one fails with the claim's name. Keras 2 has no JAX backend: the
+reference lane skips these.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import subprocess
-import sys
+from pathlib import Path
 
 import pytest
-from support import KERAS_MAJOR, definition, installed_source
+from support import KERAS_MAJOR, definition, installed_source, run_python
 
 pytestmark = pytest.mark.skipif(KERAS_MAJOR == 2, reason="Keras 2 has no JAX backend")
 
@@ -102,7 +102,7 @@ def test_a_model_captured_by_a_callback_has_no_values_during_a_jax_fit() -> None
         "          callbacks=[Captured()])\n"
         "print(' '.join(seen))\n"
     )
-    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    run = run_python(script)
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.split() == [
         "begin:read",  # before the first step
@@ -165,8 +165,6 @@ def test_dtensor_meshes_every_device_kind_and_keras_3_keeps_it_in_a_prototype() 
     prototype = keras_source("backend", "tensorflow", "distribution_lib.py")
     assert prototype.startswith('"""!!!DO NOT USE!!!')
     assert "from tensorflow.experimental import dtensor" in prototype
-    from pathlib import Path  # here, to leave the module's imports to its other pins
-
     spec = importlib.util.find_spec("keras")
     assert spec is not None and spec.submodule_search_locations
     keras_dir = Path(spec.submodule_search_locations[0])

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from support import run_python
 
 from helpers import params
 from helpers.errors import ParameterError
@@ -110,9 +108,8 @@ def test_a_temporary_folder_is_removed_at_exit_and_a_named_one_is_kept(tmp_path)
         "(kept / 'model.ckpt-1.index').write_text('x')\n"
         "print(made)\n"
     )
-    env = {**os.environ, "TMPDIR": str(tmp_path)}
-    made = subprocess.run(
-        [sys.executable, "-c", script], env=env, check=True, capture_output=True, text=True
-    ).stdout.strip()
+    run = run_python(script, {"TMPDIR": str(tmp_path)})
+    assert run.returncode == 0, run.stderr[-2000:]
+    made = run.stdout.strip()
     assert made.startswith(str(tmp_path)) and not Path(made).exists()
     assert (named / "model.ckpt-1.index").read_text() == "x"
