@@ -15,4 +15,4 @@ from notebook_cases import stored_run_cases
 
 NOTEBOOK = "09_real_model_fn.ipynb"
 
-CASES_09 = stored_run_cases(NOTEBOOK, several_replicas={"seed": 7})
+CASES_09 = stored_run_cases(NOTEBOOK, live_tf1={"seed": 7})
