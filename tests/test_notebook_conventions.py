@@ -15,6 +15,7 @@ import re
 import nbformat
 import pytest
 
+from helpers import colab
 from tools.nbexec import RAISES_EXCEPTION_TAG, tags
 from tools.project import colab_url, notebook_paths, repository
 
@@ -45,6 +46,19 @@ def test_starts_with_a_title_and_a_colab_link_to_the_configured_repository(noteb
     assert first.cell_type == "markdown" and first.source.startswith("# ")
     links = re.findall(r"https://colab\.research\.google\.com/github/[^)\s]+", first.source)
     assert links == [colab_url(path.name)], links
+
+
+def test_a_note_under_the_colab_link_names_the_outputs_lane_and_colabs_tensorflow(notebook):
+    """A Colab reader is told, before any cell, what the page's outputs come from and what
+    differs there; the TensorFlow it names for Colab is the one `helpers.colab` installs."""
+    _, nb = notebook
+    lines = nb.cells[0].source.split("\n")
+    badge = next(k for k, line in enumerate(lines) if "colab-badge.svg" in line)
+    assert lines[badge + 1] == "" and lines[badge + 2].startswith("> **This page and Colab.**")
+    note = " ".join(line[2:] for line in lines[badge + 2 :] if line.startswith("> "))
+    colab_tf = ".".join(colab.TENSORFLOW_VERSION.split(".")[:2])
+    for named in re.findall(r"Colab has TensorFlow (\d+\.\d+)", note):
+        assert named == colab_tf, f"the note says Colab has {named}; helpers.colab: {colab_tf}"
 
 
 def test_colab_metadata_asks_for_a_tpu_and_a_python3_kernel(notebook):
