@@ -9,8 +9,8 @@ newest TF, Keras 3). Each Keras generation runs 1 and 8 replicas once (nbval run
 defaults, 8 replicas, in the reference lane, and the Colab lane, Keras 3, runs them too), and
 a count between: 2 in Keras 2 and 4 in Keras 3, so that 1, 2, 4 and 8 all run, with the other
 parameters' variations, another seed among them, folded into those runs.
-Bad parameters stop in `helpers.params` before any TensorFlow call, so
-they run in the reference lane only (the unit tests of `helpers.params` and the one-line
+Bad parameters stop in `helpers.parameters` before any TensorFlow call, so
+they run in the reference lane only (the unit tests of `helpers.parameters` and the one-line
 rendering test run in every lane); a case whose error depends on the TensorFlow version
 names its lanes. The Colab lane (the TF that helpers.colab installs, Keras 3 like the current
 lane) runs each notebook once at its defaults, as a Colab user opens it. The Keras 3 on JAX

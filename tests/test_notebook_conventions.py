@@ -85,7 +85,7 @@ def test_parameters_cell_is_followed_by_validation(notebook):
     tagged = [i for i, cell in enumerate(cells) if "parameters" in tags(cell)]
     assert len(tagged) == 1, "exactly one cell tagged 'parameters'"
     index = tagged[0]
-    assert "params.validate(" in cells[index + 1].source
+    assert "parameters.validate(" in cells[index + 1].source
     names = re.findall(r"^(\w+)\s*=", cells[index].source, flags=re.MULTILINE)
     for name in names:
         assert f"{name}=({name}," in cells[index + 1].source, f"{name} is not validated"

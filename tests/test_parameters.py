@@ -7,19 +7,19 @@ from pathlib import Path
 import pytest
 from support import run_python
 
-from helpers import params
+from helpers import parameters
 from helpers.errors import ParameterError
 
 
 @pytest.mark.parametrize(
     ("rule", "good", "bad"),
     [
-        (params.integer(min=1, max=64), [1, 8, 64], [0, 65, 8.0, "8", True, None]),
-        (params.integer(min=0), [0, 10**9], [-1]),
-        (params.number(min=0.0, max=1.0), [0, 0.5, 1], [-0.1, 1.5, "0.5", False]),
-        (params.one_of("auto", "tpu"), ["auto", "tpu"], ["AUTO", "", None]),
-        (params.text(), ["", "x"], [None, 3]),
-        (params.text(allow_empty=False), ["x"], ["", "   "]),
+        (parameters.integer(min=1, max=64), [1, 8, 64], [0, 65, 8.0, "8", True, None]),
+        (parameters.integer(min=0), [0, 10**9], [-1]),
+        (parameters.number(min=0.0, max=1.0), [0, 0.5, 1], [-0.1, 1.5, "0.5", False]),
+        (parameters.one_of("auto", "tpu"), ["auto", "tpu"], ["AUTO", "", None]),
+        (parameters.text(), ["", "x"], [None, 3]),
+        (parameters.text(allow_empty=False), ["x"], ["", "   "]),
     ],
 )
 def test_rules_accept_and_reject(rule, good, bad):
@@ -28,15 +28,17 @@ def test_rules_accept_and_reject(rule, good, bad):
 
 
 def test_valid_parameters_pass_silently():
-    params.validate(steps=(10, params.integer(min=1)), mode=("auto", params.one_of("auto")))
+    parameters.validate(
+        steps=(10, parameters.integer(min=1)), mode=("auto", parameters.one_of("auto"))
+    )
 
 
 def test_error_names_each_bad_parameter_its_value_type_and_what_is_allowed():
     with pytest.raises(ParameterError) as raised:
-        params.validate(
-            virtual_replicas=(0, params.integer(min=1, max=64)),
-            accelerator=("auto", params.one_of("auto", "tpu")),
-            seed=("42", params.integer(min=0)),
+        parameters.validate(
+            virtual_replicas=(0, parameters.integer(min=1, max=64)),
+            accelerator=("auto", parameters.one_of("auto", "tpu")),
+            seed=("42", parameters.integer(min=0)),
         )
     message = str(raised.value)
     assert "virtual_replicas=0 (int): expected an integer from 1 to 64" in message
@@ -48,17 +50,17 @@ def test_error_names_each_bad_parameter_its_value_type_and_what_is_allowed():
 
 def test_bool_is_not_accepted_as_an_integer():
     with pytest.raises(ParameterError, match=r"steps=True \(bool\)"):
-        params.validate(steps=(True, params.integer(min=1)))
+        parameters.validate(steps=(True, parameters.integer(min=1)))
 
 
 @pytest.mark.parametrize(("batch", "replicas", "per_replica"), [(8, 8, 1), (64, 8, 8), (3, 1, 3)])
 def test_per_replica_batch(batch, replicas, per_replica):
-    assert params.per_replica_batch(batch, replicas) == per_replica
+    assert parameters.per_replica_batch(batch, replicas) == per_replica
 
 
 def test_batch_that_does_not_divide_names_the_parameter_and_suggests_multiples():
     with pytest.raises(ParameterError) as raised:
-        params.per_replica_batch(12, 8, name="train_batch_size")
+        parameters.per_replica_batch(12, 8, name="train_batch_size")
     message = str(raised.value)
     assert message.startswith("train_batch_size=12 does not divide across 8 replicas")
     assert "such as 8 or 16" in message
@@ -66,7 +68,7 @@ def test_batch_that_does_not_divide_names_the_parameter_and_suggests_multiples()
 
 def test_batch_smaller_than_the_replica_count_suggests_the_count():
     with pytest.raises(ParameterError, match="such as 8 or 16"):
-        params.per_replica_batch(4, 8)
+        parameters.per_replica_batch(4, 8)
 
 
 def test_a_folder_with_files_is_refused_and_keeps_them(tmp_path):
@@ -74,7 +76,7 @@ def test_a_folder_with_files_is_refused_and_keeps_them(tmp_path):
     folder.mkdir()
     (folder / "model.ckpt-100.index").write_text("someone's checkpoint")
     with pytest.raises(ParameterError) as raised:
-        params.new_or_empty_folder(str(folder), name="model_dir", prefix="x_")
+        parameters.new_or_empty_folder(str(folder), name="model_dir", prefix="x_")
     message = str(raised.value)
     assert "model_dir=" in message and str(folder) in message and "already holds files" in message
     assert 'model_dir=""' in message  # the way out
@@ -85,13 +87,13 @@ def test_a_file_is_refused_and_a_new_or_empty_folder_is_used(tmp_path):
     a_file = tmp_path / "notes.txt"
     a_file.write_text("keep")
     with pytest.raises(ParameterError, match="is a file"):
-        params.new_or_empty_folder(str(a_file), name="model_dir", prefix="x_")
+        parameters.new_or_empty_folder(str(a_file), name="model_dir", prefix="x_")
     assert a_file.read_text() == "keep"
     (tmp_path / "empty").mkdir()
-    assert params.new_or_empty_folder(str(tmp_path / "empty"), "model_dir", "x_").is_dir()
-    created = params.new_or_empty_folder(str(tmp_path / "new" / "dir"), "model_dir", "x_")
+    assert parameters.new_or_empty_folder(str(tmp_path / "empty"), "model_dir", "x_").is_dir()
+    created = parameters.new_or_empty_folder(str(tmp_path / "new" / "dir"), "model_dir", "x_")
     assert created == tmp_path / "new" / "dir" and created.is_dir()
-    temporary = params.new_or_empty_folder("", "model_dir", "x_")
+    temporary = parameters.new_or_empty_folder("", "model_dir", "x_")
     assert temporary.is_dir() and temporary.name.startswith("x_") and not any(temporary.iterdir())
 
 
@@ -101,10 +103,10 @@ def test_a_temporary_folder_is_removed_at_exit_and_a_named_one_is_kept(tmp_path)
     named = tmp_path / "mine"
     script = (
         "import sys\n"
-        "from helpers import params\n"
-        "made = params.new_or_empty_folder('', 'model_dir', 'litter_probe_')\n"
+        "from helpers import parameters\n"
+        "made = parameters.new_or_empty_folder('', 'model_dir', 'litter_probe_')\n"
         "(made / 'model.ckpt-1.index').write_text('x')\n"
-        f"kept = params.new_or_empty_folder({str(named)!r}, 'model_dir', 'x_')\n"
+        f"kept = parameters.new_or_empty_folder({str(named)!r}, 'model_dir', 'x_')\n"
         "(kept / 'model.ckpt-1.index').write_text('x')\n"
         "print(made)\n"
     )
