@@ -11,11 +11,16 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
 # -- Paths -------------------------------------------------------------------------------
 DOCS_DIR = Path(__file__).resolve().parent
+# The repository's root, for the extension in tools/ (`python -m sphinx` from the root has it
+# on sys.path already; another working directory does not).
+if str(DOCS_DIR.parent) not in sys.path:
+    sys.path.insert(0, str(DOCS_DIR.parent))
 NOTEBOOKS_SRC = DOCS_DIR.parent / "notebooks"
 NOTEBOOKS_DST = DOCS_DIR / "notebooks"
 # The one configured repository (pyproject.toml, [tool.tpu_migration]): Colab and GitHub links.
@@ -75,6 +80,8 @@ copyright = "the collection's authors, Apache License 2.0"
 extensions = [
     "myst_nb",  # also loads myst_parser; do not list both
     "sphinx_copybutton",
+    # The result tables that cells print (helpers.compare.format_table) as HTML tables.
+    "tools.output_tables",
 ]
 exclude_patterns = ["_build", "build", "Thumbs.db", ".DS_Store", "**.ipynb_checkpoints"]
 # The notebooks are Python notebooks; their language_info says pygments_lexer "ipython3",

@@ -1,4 +1,4 @@
-"""Tables for the comparisons that notebook 04 runs in its cells.
+"""Tables for the comparisons that the notebooks run in their cells.
 
 The comparison itself (`np.testing.assert_allclose`, the largest absolute difference and
 where it is) stays in the cells, where a reader can copy it; this module only lays the
@@ -15,14 +15,29 @@ import numpy as np
 
 
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """A plain-text table with columns padded to their widest cell."""
+    """A plain-text table: columns padded to their widest cell, two spaces apart, and a rule
+    of dashes as wide as each column under the header and after the last row.
+
+        setting  max |diff|
+        -------  ------------------
+        epsilon  3.35e-08 (≤ 1e-06)
+        -------  ------------------
+
+    Jupyter and Colab print it as it is. The site (tools/output_tables.py) shows every block
+    of this shape in a stream output as an HTML table: the header line, the rule, the rows and
+    the same rule again, which is where the table ends and any text printed after it starts.
+    A cell is one line (a line break in a cell raises ValueError: it would break the layout).
+    """
     cells = [[str(cell) for cell in headers], *[[str(cell) for cell in row] for row in rows]]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    if any("\n" in cell or "\r" in cell for row in cells for cell in row):
+        raise ValueError("format_table: a cell holds one line; this one has a line break")
+    widths = [max(1, *(len(row[i]) for row in cells)) for i in range(len(headers))]
+    rule = "  ".join("-" * width for width in widths)
     lines = [
-        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
         for row in cells
     ]
-    return "\n".join(line.rstrip() for line in lines)
+    return "\n".join([lines[0], rule, *lines[1:], rule])
 
 
 def format_difference(

@@ -16,7 +16,10 @@
   the article takes the page's width where there is no on-page contents, no word inside a
   table's inline code is broken across lines, nothing is wider than its box unless that box
   (or a wrapper around a table) scrolls, and the sidebar lists the notebooks by number in
-  reading order; saves full-page screenshots.
+  reading order; the result tables that cells print (helpers.compare.format_table) are HTML
+  tables, as many as the committed outputs hold, with as many rows and their columns of
+  numbers right-aligned, and no rule line of one is left in an output's text; saves full-page
+  screenshots.
 Exit code 0 when every check passes.
 """
 
@@ -34,6 +37,7 @@ from urllib.parse import urlsplit
 
 from playwright.sync_api import sync_playwright
 
+from tools.output_tables import Table, split_tables
 from tools.project import NOTEBOOKS, ROOT, colab_url
 
 # docs/conf.py lets a snake_case name of this many characters or more break between its words
@@ -54,6 +58,30 @@ def notebook_plots(name: str) -> int:
         for cell in notebook["cells"]
         for output in cell.get("outputs", [])
     )
+
+
+def notebook_tables(name: str) -> dict:
+    """The result tables in the committed notebook's stream outputs, as the site renders them
+    (tools/output_tables.py, on each cell's stdout merged as myst-nb merges it): how many,
+    their rows, their right-aligned (numeric) cells, header included; and whether a code cell
+    calls format_table."""
+    notebook = json.loads((NOTEBOOKS / name).read_text())
+    found = {"tables": 0, "rows": 0, "numeric_cells": 0, "calls_format_table": False}
+    for cell in notebook["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        found["calls_format_table"] |= "format_table(" in "".join(cell["source"])
+        stdout = "".join(
+            "".join(output["text"]).rstrip() + "\n"
+            for output in cell.get("outputs", [])
+            if output.get("output_type") == "stream" and output.get("name") == "stdout"
+        )
+        for table in split_tables(stdout):
+            if isinstance(table, Table):
+                found["tables"] += 1
+                found["rows"] += len(table.rows)
+                found["numeric_cells"] += sum(table.numeric) * (1 + len(table.rows))
+    return found
 
 
 def surface_names() -> list[str]:
@@ -112,6 +140,16 @@ PAGE_STATS_JS = """(longName) => {
     highlighted_tokens: document.querySelectorAll('div.cell_input .highlight span.k, div.cell_input .highlight span.n').length,
     tables: document.querySelectorAll('article table').length,
     table_rows: document.querySelectorAll('article table tbody tr').length,
+    // the result tables of the outputs (tools/output_tables.py), their rows, their cells of
+    // numbers and those not right-aligned, and the rule lines (dashes and spaces only) left in
+    // an output's text, where a table was not turned into an HTML table
+    output_tables: document.querySelectorAll('div.cell_output table').length,
+    output_table_rows: document.querySelectorAll('div.cell_output table tbody tr').length,
+    numeric_cells: document.querySelectorAll('div.cell_output table .numeric').length,
+    numeric_cells_not_right: [...document.querySelectorAll('div.cell_output table .numeric')]
+      .filter(c => getComputedStyle(c).textAlign !== 'right').map(c => c.innerText).slice(0, 5),
+    output_rule_lines: [...document.querySelectorAll('div.cell_output pre')]
+      .flatMap(pre => pre.innerText.split('\\n')).filter(l => /^-+( +-+)*$/.test(l)),
     images: imgs.map(i => ({src: i.getAttribute('src'), complete: i.complete,
                             w: i.naturalWidth, h: i.naturalHeight})),
     copy_buttons: document.querySelectorAll('div.cell_input button.copybtn').length,
@@ -319,6 +357,31 @@ def check_in_browser(root: Path, shots: Path) -> dict:
                     (stats["code_box_chars"] or 0) >= CODE_LINE_LENGTH,
                     f"{rel}: a code cell shows {stats['code_box_chars']} characters a line, "
                     f"not {CODE_LINE_LENGTH}, at {VIEWPORT['width']}px",
+                )
+                tables = notebook_tables(name)
+                check(
+                    tables["tables"] > 0 or not tables["calls_format_table"],
+                    f"{rel}: {name} prints result tables (format_table) but its committed "
+                    "outputs hold none in format_table's layout (a header, a rule of dashes, "
+                    "the rows, the rule again): re-record it",
+                )
+                check(
+                    (stats["output_tables"], stats["output_table_rows"], stats["numeric_cells"])
+                    == (tables["tables"], tables["rows"], tables["numeric_cells"]),
+                    f"{rel}: {stats['output_tables']} HTML tables of {stats['output_table_rows']}"
+                    f" rows and {stats['numeric_cells']} numeric cells in the outputs, the "
+                    f"notebook's outputs print {tables['tables']} of {tables['rows']} rows and "
+                    f"{tables['numeric_cells']} numeric cells",
+                )
+                check(
+                    not stats["output_rule_lines"],
+                    f"{rel}: a table's rule line left in an output's text (not an HTML table): "
+                    f"{stats['output_rule_lines'][:3]}",
+                )
+                check(
+                    not stats["numeric_cells_not_right"],
+                    f"{rel}: numbers in an output's table not right-aligned: "
+                    f"{stats['numeric_cells_not_right']}",
                 )
                 plots = [i for i in stats["images"] if "colab-badge" not in (i["src"] or "")]
                 check(

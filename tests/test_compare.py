@@ -1,4 +1,5 @@
-"""helpers.compare (table layout), helpers.plots, and the stored runs of helpers.fixtures."""
+"""helpers.compare (table layout) and the site's reading of it (tools/output_tables.py),
+helpers.plots, and the stored runs of helpers.fixtures."""
 
 from __future__ import annotations
 
@@ -13,12 +14,78 @@ import pytest
 
 from helpers import compare, fixtures, plots
 from tools.make_tf1_fixture import write_manifest
+from tools.output_tables import Table, split_tables
 
 TF1 = [0.5, 0.25, 0.125, 0.0625]
 
 
-def test_format_table_pads_columns():
-    assert compare.format_table(["a", "bb"], [["ccc", 1], ["d", 22]]) == "a    bb\nccc  1\nd    22"
+def test_format_table_pads_columns_and_rules_the_header_and_the_end():
+    table = compare.format_table(["a", "bb"], [["ccc", 1], ["d", 22]])
+    assert table == "a    bb\n---  --\nccc  1\nd    22\n---  --"
+
+
+def test_format_table_rules_every_column_even_an_empty_one():
+    assert compare.format_table(["x", ""], [[1, ""]]) == "x\n-  -\n1\n-  -"
+    assert compare.format_table(["x"], []) == "x\n-\n-"
+
+
+def test_format_table_refuses_a_cell_of_two_lines():
+    with pytest.raises(ValueError, match="one line"):
+        compare.format_table(["a"], [["two\nlines"]])
+
+
+TABLE = compare.format_table(
+    ["setting", "steps", "max |diff|", "same"],
+    [
+        ["Adagrad epsilon", 100, compare.format_difference(3.35e-08, 1e-6), True],
+        ["data order", 100, "2.39e-01", False],
+        ["steps_per_execution", 8, "-", True],
+    ],
+)
+
+
+def test_the_site_reads_a_table_out_of_the_text_around_it():
+    output = f"8 replica(s)\n\n{TABLE}\nall within\n{compare.format_table(['a'], [[1]])}\n"
+    pieces = split_tables(output)
+    assert [type(piece) for piece in pieces] == [str, Table, str, Table]
+    before, table, after, last = pieces
+    assert (before, after) == ("8 replica(s)\n\n", "all within\n")
+    assert table.header == ["setting", "steps", "max |diff|", "same"]
+    assert table.rows[0] == ["Adagrad epsilon", "100", "3.35e-08 (≤ 1e-06)", "True"]
+    assert table.rows[2] == ["steps_per_execution", "8", "-", "True"]
+    assert table.numeric == [False, True, True, False]  # True/False are not numbers
+    assert (last.header, last.rows, last.numeric) == (["a"], [["1"]], [True])
+    assert split_tables("no table\n") == ["no table\n"] and split_tables("") == []
+
+
+def test_the_site_reads_every_table_that_format_table_writes():
+    rows = [["", ""], ["x", "nan"], ["- y", "1e+03"], ["-", "-"]]  # empty, missing, dashes
+    (found,) = split_tables(compare.format_table(["a", "b"], rows) + "\n")
+    assert (found.header, found.rows, found.numeric) == (["a", "b"], rows, [False, True])
+
+
+def with_character_at(text: str, line: int, column: int, character: str) -> str:
+    lines = text.splitlines()
+    lines[line] = lines[line].ljust(column + 1)
+    lines[line] = lines[line][:column] + character + lines[line][column + 1 :]
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        TABLE.rsplit("\n", 1)[0],  # no closing rule
+        TABLE.rsplit("\n", 1)[0] + "\n" + TABLE.splitlines()[1][:-1],  # another closing rule
+        with_character_at(TABLE, 3, len("steps_per_execution"), "|"),  # between two columns
+        with_character_at(TABLE, 3, len(TABLE.splitlines()[1]), "!"),  # past the last column
+        TABLE.split("\n", 1)[1],  # no header above the rule
+        "\n" + TABLE.split("\n", 1)[1],  # an empty header
+        "Results\n-------\nthe end",  # an underlined title
+        "loss -0.5\n-\n",
+    ],
+)
+def test_text_that_is_not_exactly_a_table_stays_text(text):
+    assert split_tables(text) == [text]
 
 
 def test_format_difference():

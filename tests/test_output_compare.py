@@ -13,7 +13,7 @@ import nbformat
 import numpy as np
 import pytest
 
-from helpers.compare import format_difference
+from helpers.compare import format_difference, format_table
 from tools.output_compare import RTOL, compare_text
 from tools.project import ROOT
 
@@ -62,6 +62,32 @@ def test_the_padding_of_arrays_and_tables_is_not_compared(old, new):
     assert compare_text(old, new) == []
     word = next(w for w in new.split() if w.isalpha())  # a word changed still fails
     (mismatch,) = compare_text(old, new.replace(word, word.upper(), 1))
+    assert mismatch.reason == "the text differs"
+
+
+def test_a_tables_rules_follow_its_widest_cell_and_their_width_is_not_compared():
+    """format_table's rule lines are as wide as each column, so a number that gains a digit
+    (or becomes 0) widens or narrows them, as it re-pads the rows."""
+    old = format_table(["setting", "loss"], [["epsilon", "0.0156894"], ["rate", "0.1"]])
+    new = format_table(["setting", "loss"], [["epsilon", "0.01568945"], ["rate", "0.1"]])
+    assert old.splitlines()[1] != new.splitlines()[1]  # the rule is one dash wider
+    assert compare_text(f"before\n{old}\nafter", f"before\n{new}\nafter") == []
+    bounded = [["1 (CPU)", format_difference(0.0, 1e-6)]]
+    wider = [["1 (CPU)", format_difference(7.45e-09, 1e-6)]]
+    assert compare_text(format_table(["a", "b"], bounded), format_table(["a", "b"], wider)) == []
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("x  y\n-  ---\n1  0.5\n-  ---", "x  y\n-----\n1  0.5\n-----"),  # a column less
+        ("x  y\n-  ---\n1  0.5\n-  ---", "x  y\n-  ---\n1  0.5"),  # no closing rule
+        ("x  y\n-  ---\n1  0.5\n-  ---", "x  y\n-  ===\n1  0.5\n-  ---"),  # not dashes
+        ("a --- b", "a ---- b"),  # dashes in a line of words
+    ],
+)
+def test_a_rule_must_keep_its_columns_and_a_line_of_words_its_dashes(old, new):
+    (mismatch,) = compare_text(old, new)
     assert mismatch.reason == "the text differs"
 
 
@@ -128,6 +154,10 @@ NOTEBOOK_CELLS = [
     ("print('Loss', 0.01568945)", "loss 0.01568945\n"),  # a word changed
     ("print('diff', '3.0e-07 (≤ 1e-06)')", "diff 7.5e-09 (≤ 1e-06)\n"),  # within its bound
     ("print('diff', '3.0e-06 (≤ 1e-06)')", "diff 7.5e-09 (≤ 1e-06)\n"),  # crossed its bound
+    (  # a table whose number lost a digit: its rules are one dash narrower
+        "from helpers.compare import format_table\nprint(format_table(['x'], [[0.0156894]]))",
+        "x\n----------\n0.01568945\n----------\n",
+    ),
 ]
 
 
@@ -163,7 +193,7 @@ def test_nbval_through_the_repository_conftest():
         timeout=300,
     )
     out = result.stdout
-    assert "3 failed, 2 passed" in out, out[-3000:]
+    assert "3 failed, 3 passed" in out, out[-3000:]
     assert "numbers.ipynb, cell 1: line 1: '0.01568945' became '0.01578945'" in out
     assert "numbers.ipynb, cell 2: line 1: 'loss 0.01568945' became 'Loss 0.01568945'" in out
     assert "numbers.ipynb, cell 4: line 1: '7.5e-09 (≤ 1e-06)' became '3.0e-06 (≤ 1e-06)'" in out

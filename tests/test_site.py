@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import nbformat
 import pytest
 from site_browser import check_in_browser
 from site_links import check_site
@@ -168,6 +169,54 @@ def test_cheat_sheet_maps_each_tf1_concept_to_a_notebook_section(concept):
     assert links, f"the row for {concept} links no notebook section"
     for notebook, _ in links:
         assert (ROOT / notebook).is_file(), notebook
+
+
+def test_a_table_printed_in_an_output_becomes_an_html_table(tmp_path):
+    """tools/output_tables.py on a notebook of its own, in a Sphinx project of its own (with
+    this site's myst-nb settings): the table between two lines of text in one stream output,
+    printed in two writes, is an HTML table between two preformatted blocks."""
+    table = (  # helpers.compare.format_table's layout (it needs NumPy, which this venv lacks)
+        "setting  max |diff|          same\n"
+        "-------  ------------------  -----\n"
+        "epsilon  3.35e-08 (≤ 1e-06)  True\n"
+        "order    2.39e-01            False\n"
+        "-------  ------------------  -----"
+    )
+    notebook = nbformat.v4.new_notebook(metadata={"language_info": {"name": "python"}})
+    notebook.cells = [
+        nbformat.v4.new_markdown_cell("# Tables"),
+        nbformat.v4.new_code_cell("print(table)", execution_count=1),
+    ]
+    notebook.cells[1].outputs = [
+        nbformat.v4.new_output("stream", name="stdout", text=f"before\n{table}\n"),
+        nbformat.v4.new_output("stream", name="stdout", text="after\n"),
+    ]
+    source, site = tmp_path / "src", tmp_path / "site"  # myst-nb writes next to site too
+    source.mkdir()
+    nbformat.write(notebook, source / "tables.ipynb")
+    (source / "conf.py").write_text(
+        'extensions = ["myst_nb", "tools.output_tables"]\n'
+        'nb_execution_mode = "off"\nnb_merge_streams = True\nhtml_theme = "basic"\n'
+        'root_doc = "tables"\n'
+    )
+    build = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-W", "-q", "-b", "html", str(source), str(site)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert build.returncode == 0, build.stdout[-4000:] + build.stderr[-4000:]
+    html = (site / "tables.html").read_text()
+    output = html[html.index('<div class="cell_output') :]
+    assert re.search(r"<pre>(<span></span>)?before\s*</pre>", output), output[:2000]
+    assert re.search(r"<pre>(<span></span>)?after\s*</pre>", output), output[:2000]
+    assert output.index("before") < output.index("<table") < output.index("after")
+    assert output.count("<table") == 1 and "---" not in output
+    assert re.search(r'<th class="head numeric"><p>max \|diff\|</p></th>', output)
+    assert re.search(r'<td class="numeric"><p>3.35e-08 \(≤ 1e-06\)</p></td>', output)
+    assert re.search(r"<td><p>False</p></td>", output)  # True/False: not a column of numbers
+    assert len(re.findall(r"<tr", output)) == 3
 
 
 def test_pages_render_in_chromium(site):

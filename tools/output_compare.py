@@ -9,7 +9,10 @@ into words and numbers:
 - Everything that is not a floating-point number (words, table headings, shapes, dtypes,
   integers such as step numbers and counts, version strings, line breaks) must be equal
   character for character, except spaces: NumPy arrays and table columns pad to the width of
-  their numbers, so a number that gains a digit, or becomes 0, re-pads its line.
+  their numbers, so a number that gains a digit, or becomes 0, re-pads its line. For the same
+  reason the width of a rule line (dashes and spaces only: the lines under a table's header
+  and after its last row, `helpers.compare.format_table`) is not compared, only its number of
+  runs of dashes (the table's columns).
 - A floating-point number (it has a decimal point or an exponent) matches when the two
   printed values differ by at most `RTOL` of the larger one, plus what rounding the last
   printed digit can add: half a unit in that digit on each side, when both are printed in the
@@ -71,6 +74,15 @@ def _unpadded(text: str) -> str:
     return re.sub(r"[ \t]+", "", text)
 
 
+_RULE_LINE = re.compile(r"(?m)^-+(?: +-+)*$")
+
+
+def _unsized_rules(text: str) -> str:
+    """Text with each rule line's runs of dashes one dash long: a table's rules are as wide as
+    its columns, which follow their numbers as the padding does."""
+    return _RULE_LINE.sub(lambda rule: re.sub(r"-+", "-", rule.group(0)), text)
+
+
 def _line_of(text: str, tokens: list[str], index: int) -> int:
     return "".join(tokens[:index]).count("\n") + 1
 
@@ -129,7 +141,7 @@ def bounded_reason(old: str, new: str) -> str | None:
 
 def compare_text(old: str, new: str, rtol: float = RTOL) -> list[Mismatch]:
     """The mismatches between a committed text output and a new one (empty: they match)."""
-    old_tokens, new_tokens = _split(old), _split(new)
+    old_tokens, new_tokens = _split(_unsized_rules(old)), _split(_unsized_rules(new))
     if len(old_tokens) != len(new_tokens):
         return [_first_text_difference(old, new)]
     mismatches = []
@@ -155,7 +167,9 @@ def _first_text_difference(old: str, new: str) -> Mismatch:
     """The first line whose words differ (numbers masked), for a mismatch in the text itself."""
     old_lines, new_lines = old.splitlines(), new.splitlines()
     for number, (a, b) in enumerate(zip(old_lines, new_lines, strict=False), start=1):
-        if _unpadded(TOKEN.sub("#", a)) != _unpadded(TOKEN.sub("#", b)):
+        if _unpadded(TOKEN.sub("#", _unsized_rules(a))) != _unpadded(
+            TOKEN.sub("#", _unsized_rules(b))
+        ):
             return Mismatch(number, a, b, "the text differs")
     number = min(len(old_lines), len(new_lines)) + 1
     a = old_lines[number - 1] if number <= len(old_lines) else "<no line>"
