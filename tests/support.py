@@ -102,8 +102,10 @@ def installed_source(package: str, *parts: str) -> str:
     """One installed source file of `package`, whitespace collapsed, read without importing it.
 
     The notebooks quote TensorFlow, Keras and the estimator; reading the file (no TensorFlow
-    start) pins a quote in milliseconds, and fails where a release changes it.
+    start) pins a quote in milliseconds, and fails where a release changes it. The file is
+    named by its parts ("keras", "src", "sgd.py") or by one path ("keras/src/sgd.py").
     """
+    package, *parts = "/".join((package, *parts)).split("/")
     spec = importlib.util.find_spec(package)
     assert spec is not None and spec.submodule_search_locations, f"{package} is not installed"
     return " ".join(Path(spec.submodule_search_locations[0], *parts).read_text().split())
@@ -116,11 +118,25 @@ def definition(source: str, name: str, following: str) -> str:
     return source[start : source.index(following, start)]
 
 
+def assert_quotes(path: str, name: str, following: str, quotes: list[str]) -> str:
+    """Each quote is in the definition `name` (up to `following`, as `definition` cuts it) of
+    the installed file `path` ("package/folder/file.py"); returns that definition's text, for
+    the checks a quote alone cannot make (an order, a count).
+
+    A failing pin names the file, the definition and the quotes it lacks.
+    """
+    source = installed_source(path)
+    start = source.find(f"def {name}(")
+    assert start >= 0, f"{path}: no def {name}("
+    assert source.find(following, start) >= 0, f"{path}: no {following!r} after def {name}("
+    function = definition(source, name, following)
+    missing = [quote for quote in quotes if quote not in function]
+    assert not missing, f"{path}: def {name}( lacks {missing}"
+    return function
+
+
 def assert_tpu_estimator_quotes(name: str, following: str, quotes: list[str]) -> None:
     """Each quote is in the function `name` of the installed tpu_estimator.py."""
-    source = installed_source(
-        "tensorflow_estimator", "python", "estimator", "tpu", "tpu_estimator.py"
+    assert_quotes(
+        "tensorflow_estimator/python/estimator/tpu/tpu_estimator.py", name, following, quotes
     )
-    function = definition(source, name, following)
-    for quote in quotes:
-        assert quote in function, quote

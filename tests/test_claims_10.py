@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from support import (
     KERAS_MAJOR,
+    assert_quotes,
     assert_tpu_estimator_quotes,
     definition,
     installed_source,
@@ -90,15 +91,17 @@ def test_tf1_layers_batch_norm_is_fused_and_adds_update_ops() -> None:
 
 
 def test_keras_sgd_accumulates_the_step_not_the_gradient() -> None:
-    source = installed_source("keras", "src", "optimizers", "sgd.py")
     if KERAS_MAJOR == 2:
-        step = definition(source, "update_step", "def get_config(")
-        assert "m.assign(-gradient * lr + m * momentum)" in step
-        assert "variable.assign_add(-gradient * lr + m * momentum)" in step
+        quotes = [
+            "m.assign(-gradient * lr + m * momentum)",
+            "variable.assign_add(-gradient * lr + m * momentum)",
+        ]
     else:
-        step = definition(source, "update_step", "def get_config(")
-        assert "def update_step(self, gradient, variable, learning_rate)" in step
-        assert "ops.multiply(m, momentum), ops.multiply(gradient, learning_rate)" in step
+        quotes = [
+            "def update_step(self, gradient, variable, learning_rate)",
+            "ops.multiply(m, momentum), ops.multiply(gradient, learning_rate)",
+        ]
+    assert_quotes("keras/src/optimizers/sgd.py", "update_step", "def get_config(", quotes)
 
 
 def test_cross_shard_optimizer_averages_gradients_scaled_then_summed() -> None:
@@ -215,18 +218,22 @@ def test_plain_batch_norm_moving_variance_per_keras_generation() -> None:
     keeps its variance, which carries n/(n−1); Keras 3's feeds the uncorrected variance of
     `ops.moments` (`tf.nn.moments` on TensorFlow) into the moving variance. The notebook's cell
     after the cost table asserts each generation's factor."""
-    source = installed_source("keras", "src", "layers", "normalization", "batch_normalization.py")
+    layer = "keras/src/layers/normalization/batch_normalization.py"
     if KERAS_MAJOR == 2:
-        assert "self._bessels_correction_test_only = True" in source
-        fused = definition(source, "_fused_batch_norm", "def _renorm_correction_and_moments(")
-        assert "variance computed by fused batch norm is with Bessel's correction" in fused
-        assert "if self._bessels_correction_test_only: return variance" in fused
-        assert "return tf.compat.v1.nn.fused_batch_norm(" in fused
+        assert "self._bessels_correction_test_only = True" in installed_source(layer)
+        fused = [
+            "variance computed by fused batch norm is with Bessel's correction",
+            "if self._bessels_correction_test_only: return variance",
+            "return tf.compat.v1.nn.fused_batch_norm(",
+        ]
+        assert_quotes(layer, "_fused_batch_norm", "def _renorm_correction_and_moments(", fused)
     else:
-        call = definition(source, "call", "def get_config(")
-        assert "mean, variance = self._moments(inputs, mask)" in call
-        assert "moving_variance * self.momentum + variance * (1.0 - self.momentum)" in call
-        moments = definition(source, "_moments", "def _renorm_correction_and_moments(")
-        assert "return ops.moments( inputs, axes=self._reduction_axes," in moments
+        call = [
+            "mean, variance = self._moments(inputs, mask)",
+            "moving_variance * self.momentum + variance * (1.0 - self.momentum)",
+        ]
+        assert_quotes(layer, "call", "def get_config(", call)
+        moments = ["return ops.moments( inputs, axes=self._reduction_axes,"]
+        assert_quotes(layer, "_moments", "def _renorm_correction_and_moments(", moments)
         nn = installed_source("keras", "src", "backend", "tensorflow", "nn.py")
         assert "return tf.nn.moments(x, axes, keepdims=keepdims)" in nn

@@ -12,7 +12,7 @@ test_claims_10.py.
 from __future__ import annotations
 
 import pytest
-from support import KERAS_MAJOR, definition, installed_source
+from support import KERAS_MAJOR, assert_quotes, definition, installed_source
 
 
 @pytest.mark.reference_only
@@ -30,12 +30,18 @@ def test_estimator_train_adds_its_own_nan_hook_before_the_model_fns_hooks() -> N
 def test_get_variable_value_is_load_checkpoint_get_tensor() -> None:
     """Estimator.get_variable_value is tf.train.load_variable on the model_dir, which is
     load_checkpoint(...).get_tensor: the same reader as the notebook's TF2 cell."""
-    source = installed_source("tensorflow_estimator", "python", "estimator", "estimator.py")
-    value = definition(source, "get_variable_value", "def get_variable_names(")
-    assert "return tf.train.load_variable(self.model_dir, name)" in value
-    utils = installed_source("tensorflow", "python", "training", "checkpoint_utils.py")
-    load = definition(utils, "load_variable", "def list_variables(")
-    assert "reader = load_checkpoint(ckpt_dir_or_file) return reader.get_tensor(name)" in load
+    assert_quotes(
+        "tensorflow_estimator/python/estimator/estimator.py",
+        "get_variable_value",
+        "def get_variable_names(",
+        ["return tf.train.load_variable(self.model_dir, name)"],
+    )
+    assert_quotes(
+        "tensorflow/python/training/checkpoint_utils.py",
+        "load_variable",
+        "def list_variables(",
+        ["reader = load_checkpoint(ckpt_dir_or_file) return reader.get_tensor(name)"],
+    )
 
 
 def test_checkpoint_saver_hook_saves_first_at_the_step_it_starts_from() -> None:
@@ -77,16 +83,26 @@ def test_where_keras_clips_under_a_strategy() -> None:
         base = definition(source, "apply_gradients", "def _apply_weight_decay(")
         assert "grads = self._clip_gradients(grads)" in base
         return
-    base = installed_source("keras", "src", "optimizers", "base_optimizer.py")
-    apply = definition(base, "_backend_apply_gradients", "def _backend_update_step(")
-    clip = apply.rindex("grads = self._clip_gradients(grads)")
-    assert clip < apply.rindex("self._backend_update_step(")
-    tf_optimizer = installed_source("keras", "src", "backend", "tensorflow", "optimizer.py")
-    update = definition(tf_optimizer, "_backend_update_step", "def _distributed_tf_update_step(")
-    assert "grads_and_vars = self._all_reduce_sum_gradients(grads_and_vars)" in update
-    loss = installed_source("keras", "src", "losses", "loss.py")
-    scale = definition(loss, "scale_loss_for_distribution", "def unscale_loss_for_distribution(")
-    assert "ops.multiply( value, ops.cast(1.0 / num_replicas, value.dtype)" in scale
+    clip, step = "grads = self._clip_gradients(grads)", "self._backend_update_step("
+    apply = assert_quotes(
+        "keras/src/optimizers/base_optimizer.py",
+        "_backend_apply_gradients",
+        "def _backend_update_step(",
+        [clip, step],
+    )
+    assert apply.rindex(clip) < apply.rindex(step)
+    assert_quotes(
+        "keras/src/backend/tensorflow/optimizer.py",
+        "_backend_update_step",
+        "def _distributed_tf_update_step(",
+        ["grads_and_vars = self._all_reduce_sum_gradients(grads_and_vars)"],
+    )
+    assert_quotes(
+        "keras/src/losses/loss.py",
+        "scale_loss_for_distribution",
+        "def unscale_loss_for_distribution(",
+        ["ops.multiply( value, ops.cast(1.0 / num_replicas, value.dtype)"],
+    )
 
 
 def test_profiler_hook_traces_into_timelines_through_a_tf1_file_writer() -> None:
@@ -112,11 +128,12 @@ def test_tensorboard_profiles_with_tensorflows_profiler() -> None:
         start = definition(source, "_start_profiler", "def _stop_profiler(")
         assert "tf.profiler.experimental.start(logdir=logdir)" in start
         return
-    source = installed_source("keras", "src", "callbacks", "tensorboard.py")
+    board = "keras/src/callbacks/tensorboard.py"
+    source = installed_source(board)
     assert 'self._train_dir = os.path.join(self._log_write_dir, "train")' in source
     assert "self._start_profiler(logdir=self._train_dir)" in source
-    start = definition(source, "_start_profiler", "def _stop_profiler(")
-    assert "backend.tensorboard.start_trace(logdir)" in start
+    start = ["backend.tensorboard.start_trace(logdir)"]
+    assert_quotes(board, "_start_profiler", "def _stop_profiler(", start)
     backend = installed_source("keras", "src", "backend", "tensorflow", "tensorboard.py")
     assert "tf.profiler.experimental.start(logdir=logdir)" in backend
     assert "tf.profiler.experimental.stop(save=save)" in backend

@@ -11,7 +11,7 @@ starting TensorFlow. What TensorFlow Serving does with a method name (its model 
 from __future__ import annotations
 
 import pytest
-from support import KERAS_MAJOR, definition, installed_source
+from support import KERAS_MAJOR, assert_quotes, definition, installed_source
 
 
 def estimator_source(name: str) -> str:
@@ -20,10 +20,16 @@ def estimator_source(name: str) -> str:
 
 @pytest.mark.reference_only
 def test_best_exporter_keeps_five_and_exports_on_a_smaller_loss() -> None:
+    assert_quotes(
+        "tensorflow_estimator/python/estimator/exporter.py",
+        "_loss_smaller",
+        "def _verify_compare_fn_args(",
+        [
+            "default_key = metric_keys.MetricKeys.LOSS",
+            "return best_eval_result[default_key] > current_eval_result[default_key]",
+        ],
+    )
     source = estimator_source("exporter.py")
-    smaller = definition(source, "_loss_smaller", "def _verify_compare_fn_args(")
-    assert "default_key = metric_keys.MetricKeys.LOSS" in smaller
-    assert "return best_eval_result[default_key] > current_eval_result[default_key]" in smaller
     best = source[
         source.index("class BestExporter(") : source.index("def _garbage_collect_exports(")
     ]

@@ -10,7 +10,13 @@ the code that decides it, read in the files the notebook names, without starting
 from __future__ import annotations
 
 import pytest
-from support import KERAS_MAJOR, definition, installed_source
+from support import (
+    KERAS_MAJOR,
+    assert_quotes,
+    assert_tpu_estimator_quotes,
+    definition,
+    installed_source,
+)
 
 
 def estimator_tpu_source(name: str) -> str:
@@ -192,21 +198,26 @@ def test_keras_3_adagrad_accumulates_each_slice_and_keras_rs_places_tables_by_ha
 
 @pytest.mark.reference_only
 def test_the_tpu_export_calls_the_model_fn_as_off_a_tpu_inside_a_rewrite() -> None:
-    context = estimator_tpu_source("tpu_context.py")
-    on_cpu = definition(context, "_is_running_on_cpu", "@property")
-    assert "if not self._use_tpu: return True" in on_cpu
-    assert "if is_export_mode: return True" in on_cpu
-    estimator = estimator_tpu_source("tpu_estimator.py")
-    augmented = definition(estimator, "_augment_model_fn", "def _export_output_to_tensors(")
-    assert (
+    assert_quotes(
+        "tensorflow_estimator/python/estimator/tpu/tpu_context.py",
+        "_is_running_on_cpu",
+        "@property",
+        ["if not self._use_tpu: return True", "if is_export_mode: return True"],
+    )
+    augmented = (
         "if ctx.is_running_on_cpu(is_export_mode=is_export_mode): "
         "tf.compat.v1.logging.info('Running %s on CPU/GPU', mode) "
-        "estimator_spec = model_fn_wrapper.call_without_tpu(" in augmented
+        "estimator_spec = model_fn_wrapper.call_without_tpu("
     )
-    inference = definition(estimator, "model_fn_inference_on_tpu", "def _build_computation_for_")
-    assert "Note that this does not support features which are SparseTensors." in inference
-    computation = definition(estimator, "_build_computation_for_inference", "def inference_on_tpu(")
-    assert "tensors_on_cpu = tf.compat.v1.tpu.rewrite(tpu_computation)" in computation
+    assert_tpu_estimator_quotes("_augment_model_fn", "def _export_output_to_tensors(", [augmented])
+    inference = "Note that this does not support features which are SparseTensors."
+    assert_tpu_estimator_quotes(
+        "model_fn_inference_on_tpu", "def _build_computation_for_", [inference]
+    )
+    computation = "tensors_on_cpu = tf.compat.v1.tpu.rewrite(tpu_computation)"
+    assert_tpu_estimator_quotes(
+        "_build_computation_for_inference", "def inference_on_tpu(", [computation]
+    )
     columns = tensorflow_source("tpu", "feature_column_v2.py")
     single = columns[columns.index("class _TPUEmbeddingColumnV2(") :]
     create = definition(single, "create_state", "def get_dense_tensor(")
