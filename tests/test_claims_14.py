@@ -27,12 +27,6 @@ def tensorflow_source(*parts: str) -> str:
     return installed_source("tensorflow", "python", *parts)
 
 
-def function(source: str, name: str) -> str:
-    """The text of `def name(` up to the next `def `."""
-    start = source.index(f"def {name}(")
-    return source[start : source.index("def ", start + 4)]
-
-
 @pytest.mark.reference_only
 def test_off_a_tpu_the_estimator_builds_no_embedding_configuration() -> None:
     context = estimator_tpu_source("tpu_context.py")
@@ -225,8 +219,12 @@ def test_the_tpu_export_calls_the_model_fn_as_off_a_tpu_inside_a_rewrite() -> No
         "_record_variable_scope_and_name( self.get_embedding_var_name(), 'embedding_weights',"
         in (create)
     )
-    cpu = function(tensorflow_source("tpu", "feature_column.py"), "_is_running_on_cpu")
-    assert "return tpu_function.get_tpu_context().number_of_shards is None" in cpu
+    assert_quotes(
+        "tensorflow/python/tpu/feature_column.py",
+        "_is_running_on_cpu",
+        "def get_sequence_length_feature_key_name_from_feature_key_name(",
+        ["return tpu_function.get_tpu_context().number_of_shards is None"],
+    )
     assert "with tpu_function.tpu_shard_context(" in tensorflow_source("tpu", "tpu.py")
     state = tensorflow_source("feature_column", "feature_column_v2.py")
     assert (
