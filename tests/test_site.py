@@ -17,7 +17,7 @@ import pytest
 from site_browser import check_in_browser
 from site_links import check_site
 
-from tools.project import ROOT, notebook_paths
+from tools.project import ROOT, notebook_paths, notebook_toctree
 
 SITE = ROOT / "build" / "site"
 SHOTS = ROOT / "build" / "site-shots"
@@ -131,18 +131,6 @@ def test_cheat_sheet_is_grouped_by_where_the_name_appears():
     text = CHEAT_SHEET.read_text()
     assert text.count("| TensorFlow 1 |") == len(CHEAT_SHEET_GROUPS)  # one table per group
     assert not re.search(r"^\| ", text.split("\n## ", 1)[0], re.M)  # no row before the first group
-
-
-def notebook_toctree() -> list[tuple[str, str]]:
-    """The index's "Notebooks" toctree: (title, notebook stem) for each entry, in order."""
-    text = (ROOT / "docs" / "index.md").read_text()
-    block = re.search(r"```\{toctree\}\n(?:[^`]*\n)?:caption: Notebooks\n(.*?)```", text, re.S)
-    assert block, "docs/index.md has no toctree captioned Notebooks"
-    lines = [line.strip() for line in block[1].splitlines()]
-    entries = [line for line in lines if line and not line.startswith(":")]  # not an option
-    pairs = [re.fullmatch(r"(.+) <notebooks/(\w+)>", entry) for entry in entries]
-    assert all(pairs), f"an entry without an explicit title: {entries}"
-    return [(pair[1], pair[2]) for pair in pairs]
 
 
 def test_the_sidebar_lists_every_notebook_with_a_numbered_short_title():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import tomllib
 from functools import cache
 from pathlib import Path
@@ -34,6 +35,20 @@ def colab_url(notebook_name: str, slug: str | None = None) -> str:
 
 def notebook_paths() -> list[Path]:
     return sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+
+
+def notebook_toctree() -> list[tuple[str, str]]:
+    """The index's "Notebooks" toctree: (title, notebook stem) for each entry, in order."""
+    text = (ROOT / "docs" / "index.md").read_text()
+    block = re.search(r"```\{toctree\}\n(?:[^`]*\n)?:caption: Notebooks\n(.*?)```", text, re.S)
+    if not block:
+        raise ValueError("docs/index.md has no toctree captioned Notebooks")
+    lines = [line.strip() for line in block[1].splitlines()]
+    entries = [line for line in lines if line and not line.startswith(":")]  # not an option
+    pairs = [re.fullmatch(r"(.+) <notebooks/(\w+)>", entry) for entry in entries]
+    if not all(pairs):
+        raise ValueError(f"docs/index.md: a notebook entry without an explicit title: {entries}")
+    return [(pair[1], pair[2]) for pair in pairs]
 
 
 # The lane each notebook's committed outputs come from, and that `make run` runs it in: the
