@@ -199,8 +199,8 @@ test-newest: $(UV_STAMP) ## re-resolve the current lane to the newest releases, 
 	@$(MAKE) --no-print-directory test-current
 
 lint: $(STAMP) ## ruff over helpers, tools, tests, docs and notebooks; lock files current
-	$(BIN)/ruff check conftest.py helpers tools tests docs notebooks
-	$(BIN)/ruff format --check conftest.py helpers tools tests docs
+	$(BIN)/ruff check conftest.py helpers workbench tools tests docs notebooks
+	$(BIN)/ruff format --check conftest.py helpers workbench tools tests docs
 	@$(MAKE) --no-print-directory check-locks
 
 check-locks: $(STAMP) ## fail if a lock file is stale against its .in file (offline)

@@ -1,0 +1,778 @@
+"""Carry a TensorFlow 1 checkpoint into a Keras model, every variable accounted for.
+
+`tf.train.Checkpoint(model=...).restore(tf1_checkpoint)` finds nothing under Keras 3 and keeps
+the initial weights without a word (notebook 04); `init_from_checkpoint` needs TF1 graphs. What
+works is what notebooks 04, 09 and 10 do by hand: read the checkpoint with
+`tf.train.load_checkpoint`, decide which TF1 name goes to which Keras variable, check every
+shape, assign. `map_checkpoint` makes those decisions the way the notebooks did, in this order,
+and says for each one how it was made:
+
+1. **rule**: the reader's `(pattern, replacement)` pairs, `re.sub` on the TF1 name; the result
+   names a Keras variable (its path, or a suffix of it). A replacement of `None` leaves the TF1
+   variable out on purpose (for instance `(r".*/ExponentialMovingAverage$", None)`).
+2. **name**: the TF1 name equals the Keras variable's name, or is its last segments
+   (`dense/kernel` and `sequential/dense/kernel`), with the same shape. Keras numbers layers
+   (`dense`, `dense_1`) across every model built in the process; where its numbers of a kind
+   of layer are not TF1's, those names say nothing and are not used (a note says so).
+3. **creation order**: TF1 numbers layers in the order the `model_fn` created them (`conv2d`,
+   `conv2d_1`, ...), and Keras keeps its weights in the order the model tracks its layers.
+   Several same-kind, same-shape variables (`conv2d_1/kernel`, `conv2d_2/kernel`) are paired in
+   those two orders, as notebook 10 does. A model that builds its layers in another order than
+   the `model_fn` swaps them: compare the first step's loss (workbench.compare) to catch it.
+4. **shape**: the only remaining variable of its kind and shape on each side, then the only one
+   of its shape (`embedding_weights` and `embeddings`).
+
+Two or more candidates that nothing above decides are **ambiguous**; a variable with none is
+**unmatched**. Only the shape pass pairs different kinds of variable, and only the pairs in
+`SAME_KIND`: a `dense/bias` and a `layer_normalization/beta` of one shape stay ambiguous until
+a rule decides. An optimizer slot, a TF1 name whose last segment is one of `TF1_SLOTS`
+(`dense/kernel/Adagrad`), follows its variable to the Keras optimizer's slot of the same kind,
+in Keras 2 and Keras 3; any other name (`dense/kernel/ExponentialMovingAverage`) is matched
+like a model variable, by a rule or a dict `model` that names it. TF1's bookkeeping
+(`global_step`, Adam's `beta1_power`) is **skipped** with the reason, `global_step` going to
+`optimizer.iterations` when an optimizer is given. `Mapping.assign()` refuses, in one line,
+while anything is unmatched or ambiguous that `allow_unmatched` does not list, or where a
+dtype differs: nothing is assigned silently, nothing silently left at its initial value.
+"""
+
+from __future__ import annotations
+
+import collections.abc as abc
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from helpers.compare import format_table
+from helpers.errors import FriendlyError
+
+
+class MappingError(FriendlyError, ValueError):
+    """The checkpoint does not map onto the model as given; the message says what to change."""
+
+
+# A row's status in Mapping.report() and Mapping.rows().
+MATCHED, UNMATCHED, AMBIGUOUS, SKIPPED = "matched", "unmatched", "ambiguous", "skipped"
+
+# TF1 variables that carry no weight of the model, and why nothing takes them.
+BOOKKEEPING = {
+    r"(.*/)?global_step": "the step counter: Keras counts steps in optimizer.iterations "
+    "(pass optimizer= to carry it there)",
+    r"(.*/)?beta[12]_power(_\d+)?": "Adam's bias correction: Keras computes it from "
+    "optimizer.iterations",
+    r"(.*/)?(current_loss_scale|good_steps)": "mixed precision's loss scale: Keras' "
+    "LossScaleOptimizer keeps its own",
+}
+
+# TF1 slot name (the last segment) -> the Keras optimizer's list of that slot, by attribute.
+# The same attributes exist in Keras 2's optimizers (2.11 on) and Keras 3's. TF1's RMSProp
+# makes `rms`, then `mg` when centered, then `momentum`, numbered in that order: RMSProp_1 is
+# the mean gradient when a RMSProp_2 exists, the momentum otherwise (see _slot_list).
+SLOT_LISTS = {
+    "Adagrad": "_accumulators",  # both: the sum of squared gradients
+    "Momentum": "momentums",  # TF1 sums gradients, Keras SGD keeps -lr x that sum: see NOTES
+    "Adam": "_momentums",  # m
+    "Adam_1": "_velocities",  # v
+    "RMSProp": "_velocities",  # the mean square
+    "RMSProp_1": "_momentums",  # the momentum, or the mean gradient when centered
+    "RMSProp_2": "_momentums",  # the momentum of a centered RMSProp
+}
+# Slot names TF1's optimizers give that no Keras optimizer keeps alike: slots all the same.
+TF1_SLOTS = frozenset(SLOT_LISTS) | {"Ftrl", "Ftrl_1", "Adadelta", "Adadelta_1"}
+SLOT_NOTES = {
+    "Momentum": "'Momentum' slots: TF1 keeps the sum of gradients, Keras SGD -lr x that sum "
+    "(its momentum update is m = momentum*m - lr*g): a zero slot (model.ckpt-0) is carried "
+    "as it is, a trained one as -learning_rate x sum, exact while the rate was constant",
+}
+# Kinds (last segments) that name the same weight on the two sides: the shape pass pairs
+# different kinds only from this table, so that a bias never takes a beta by its shape.
+SAME_KIND = {
+    ("embedding_weights", "embeddings"),
+    ("weights", "kernel"),
+    ("biases", "bias"),
+    ("gamma", "gamma"),
+    ("beta", "beta"),
+    ("moving_mean", "moving_mean"),
+    ("moving_variance", "moving_variance"),
+}
+ITERATIONS = ("iteration", "iterations")  # the last segment of the step counter's name
+OPTIMIZER_OWN = "the optimizer's own setting, set by its arguments"
+UNKNOWN_SLOT = "?"  # Target.slot of an optimizer variable in no list that SLOT_LISTS names
+
+_NUMBERED = re.compile(r"^(.*?)_(\d+)$")
+
+
+def _split_number(segment: str) -> tuple[str, int]:
+    """`conv2d_3` -> ("conv2d", 3); `conv2d` -> ("conv2d", 0): TF1's and Keras' numbering."""
+    found = _NUMBERED.match(segment)
+    return (found.group(1), int(found.group(2))) if found else (segment, 0)
+
+
+def _kind(name: str) -> str:
+    """The last segment without a number: `kernel`, `gamma`, `moving_variance`."""
+    return _split_number(name.rsplit("/", 1)[-1])[0]
+
+
+def _layer(name: str) -> str:
+    """The segment before the last, the layer in Keras' and TF1's names ("" if none)."""
+    parts = name.split("/")
+    return parts[-2] if len(parts) > 1 else ""
+
+
+def _template(name: str) -> tuple[str, tuple[int, ...]]:
+    """The name with every segment's number taken out, and those numbers in order."""
+    pieces = [_split_number(segment) for segment in name.split("/")]
+    return "/".join(base for base, _ in pieces), tuple(number for _, number in pieces)
+
+
+def _named(tf1: str, tf2: str) -> bool:
+    return tf2 == tf1 or tf2.endswith("/" + tf1)
+
+
+def _same_kind(tf1: str, tf2: str) -> bool:
+    """Whether the shape pass may pair these names: the same kind, or a pair of SAME_KIND."""
+    kinds = (_kind(tf1), _kind(tf2))
+    return kinds[0] == kinds[1] or kinds in SAME_KIND
+
+
+def _slot_list(name: str, shapes: abc.Mapping[str, tuple[int, ...]]) -> str | None:
+    """The Keras optimizer's list that takes the TF1 slot `name`, or None if none does."""
+    parent, slot = name.rsplit("/", 1)
+    if slot == "RMSProp_1" and parent + "/RMSProp_2" in shapes:
+        return "_average_gradients"  # centered: rms, mg, momentum
+    return SLOT_LISTS.get(slot)
+
+
+def _shape_text(shape: Sequence[int]) -> str:
+    return "[" + ", ".join(str(int(d)) for d in shape) + "]"
+
+
+@dataclass
+class Target:
+    """One TF2 variable or optimizer slot that a checkpoint value may go to."""
+
+    name: str
+    shape: tuple[int, ...]
+    variable: Any = None
+    owner: int | None = None  # for a slot: the index of its model variable among the targets
+    slot: str = ""  # for a slot: the optimizer's list holding it (`_momentums`), or UNKNOWN_SLOT
+    own: str = ""  # for the optimizer's own variables (iterations, learning rate): why skipped
+
+    @property
+    def weight(self) -> bool:
+        """A model variable: neither an optimizer slot nor the optimizer's own variable."""
+        return self.owner is None and not self.slot and not self.own
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the report: a TF1 variable, a TF2 variable, or the pair of them."""
+
+    status: str
+    tf1: str
+    tf2: str
+    shape: tuple[int, ...]
+    how: str
+
+
+@dataclass
+class _State:
+    """The working state of one matching; `Mapping` is what the reader gets."""
+
+    shapes: dict[str, tuple[int, ...]]
+    targets: list[Target]
+    pairs: dict[str, int] = field(default_factory=dict)  # TF1 name -> target index
+    how: dict[str, str] = field(default_factory=dict)  # TF1 name -> how it matched / why not
+    status: dict[str, str] = field(default_factory=dict)  # TF1 name -> status
+    candidates: dict[str, list[int]] = field(default_factory=dict)  # ambiguous TF1 -> targets
+    target_status: dict[int, str] = field(default_factory=dict)
+    target_how: dict[int, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    scale: dict[str, float] = field(default_factory=dict)  # TF1 name -> factor on assign
+
+    def claimed(self) -> set[int]:
+        return set(self.pairs.values())
+
+    def pair(self, tf1: str, index: int, how: str) -> None:
+        self.pairs[tf1], self.how[tf1], self.status[tf1] = index, how, MATCHED
+
+    def open_tf1(self, slots: set[str]) -> list[str]:
+        return [n for n in self.shapes if n not in self.status and n not in slots]
+
+    def open_targets(self) -> list[int]:
+        taken = self.claimed() | set(self.target_status)
+        return [i for i, t in enumerate(self.targets) if i not in taken and t.weight]
+
+
+def match(
+    shapes: abc.Mapping[str, Sequence[int]],
+    targets: Sequence[Target],
+    rules: Sequence[tuple[str, str | None]] = (),
+    has_optimizer: bool = False,
+    nonzero: abc.Container[str] = (),
+    learning_rate: float | None = None,
+) -> _State:
+    """Decide every TF1 name's TF2 target; no TensorFlow here, so it is tested on its own.
+
+    `nonzero`: the TF1 `Momentum` slots whose values are not all zero; each needs
+    `learning_rate` to be carried over (Keras keeps -lr x TF1's sum), else it is unmatched.
+    """
+    state = _State({n: tuple(int(d) for d in s) for n, s in shapes.items()}, list(targets))
+    compiled = _compile(rules)
+    slots = {name for name in state.shapes if "/" in name and _kind_of_slot(name) in TF1_SLOTS}
+    _by_rules(state, compiled, slots)  # first: a rule may place global_step too
+    _bookkeeping(state)
+    _by_name(state, slots)
+    _by_pools(state, slots)
+    _slots(state, slots, has_optimizer, nonzero, learning_rate)
+    for name in state.shapes:
+        if name not in state.status:
+            state.status[name] = UNMATCHED
+            state.how[name] = "no TF2 variable by rule, name or shape"
+    claimed = state.claimed()
+    for index, target in enumerate(state.targets):
+        if index in claimed or index in state.target_status:
+            continue
+        if target.own:
+            state.target_status[index], state.target_how[index] = SKIPPED, target.own
+        elif target.slot == UNKNOWN_SLOT:
+            state.target_status[index] = UNMATCHED
+            state.target_how[index] = (
+                "an optimizer variable in no slot list the workbench knows: no TF1 slot goes to it"
+            )
+        else:
+            state.target_status[index] = UNMATCHED
+            state.target_how[index] = "no TF1 variable " + (
+                "slot" if target.owner is not None else "by rule, name or shape"
+            )
+    return state
+
+
+def _kind_of_slot(name: str) -> str:
+    """The last segment as it is (`Adam_1` stays `Adam_1`: TF1 numbers slots, not layers)."""
+    return name.rsplit("/", 1)[-1]
+
+
+def _compile(rules: Sequence[tuple[str, str | None]]) -> list[tuple[re.Pattern, str | None]]:
+    compiled = []
+    for number, rule in enumerate(rules, 1):
+        if not (isinstance(rule, tuple | list) and len(rule) == 2):
+            raise MappingError(
+                f"rule {number} is {rule!r}: give each rule as (pattern, replacement), e.g. "
+                "(r'^linear/', 'dense/'), or (pattern, None) to leave those variables out"
+            )
+        pattern, replacement = rule
+        if replacement is not None and not isinstance(replacement, str):
+            raise MappingError(
+                f"rule {number}: the replacement {replacement!r} is not a string or None"
+            )
+        try:
+            compiled.append((re.compile(pattern), replacement))
+        except (re.error, TypeError) as error:
+            raise MappingError(
+                f"rule {number}: {pattern!r} is not a regular expression ({error})"
+            ) from None
+    return compiled
+
+
+def _bookkeeping(state: _State) -> None:
+    iterations = next(
+        (i for i, t in enumerate(state.targets) if t.own and t.name.split("/")[-1] in ITERATIONS),
+        None,
+    )
+    for name in state.shapes:
+        if name in state.status:  # a rule placed or left it out
+            continue
+        for pattern, reason in BOOKKEEPING.items():
+            if re.fullmatch(pattern, name):
+                if name.endswith("global_step") and iterations is not None:
+                    state.pair(name, iterations, "step counter -> optimizer.iterations")
+                    state.target_status[iterations] = MATCHED
+                else:
+                    state.status[name], state.how[name] = SKIPPED, reason
+                break
+
+
+def _find(state: _State, wanted: str, shape: tuple[int, ...]) -> tuple[list[int], list[int]]:
+    """Targets named `wanted` (or ending in it): those of `shape`, and those of another."""
+    open_ = [i for i in range(len(state.targets)) if i not in state.claimed()]
+    exact = [i for i in open_ if state.targets[i].name == wanted]
+    suffix = [i for i in open_ if _named(wanted, state.targets[i].name)]
+    model = [i for i in suffix if state.targets[i].weight]
+    named = exact or model or suffix  # Keras 2 names slots m/dense/kernel: the variable first
+    return [i for i in named if state.targets[i].shape == shape], [
+        i for i in named if state.targets[i].shape != shape
+    ]
+
+
+def _by_rules(
+    state: _State, compiled: list[tuple[re.Pattern, str | None]], slots: set[str]
+) -> None:
+    """The reader's rules; a slot follows its variable, so only `None` rules apply to it."""
+    used = [False] * len(compiled)
+    for name in list(state.shapes):
+        if name in state.status:
+            continue
+        for number, (pattern, replacement) in enumerate(compiled):
+            if not pattern.search(name):
+                continue
+            if name in slots and replacement is not None:
+                used[number] = True
+                continue
+            used[number] = True
+            rule = f"rule {number + 1} ({pattern.pattern!r}"
+            if replacement is None:
+                state.status[name], state.how[name] = SKIPPED, f"{rule} -> None): left out"
+                break
+            wanted = re.sub(r":\d+$", "", pattern.sub(replacement, name))  # Keras 2's v.name
+            fits, misfits = _find(state, wanted, state.shapes[name])
+            taken = [
+                tf1
+                for tf1, i in state.pairs.items()
+                if _named(wanted, state.targets[i].name)
+                and state.targets[i].shape == state.shapes[name]
+            ]
+            if not fits and taken:
+                state.status[name] = UNMATCHED
+                state.how[name] = f"{rule}) gives {wanted!r}, already taken by {taken[0]}"
+            elif len(fits) == 1:
+                state.pair(name, fits[0], f"{rule} -> {wanted!r})")
+            elif len(fits) > 1:
+                state.status[name], state.candidates[name] = AMBIGUOUS, fits
+                state.how[name] = (
+                    f"{rule}) gives {wanted!r}, which {len(fits)} TF2 variables end in"
+                )
+            else:
+                other = (
+                    f"; {state.targets[misfits[0]].name} has shape "
+                    f"{_shape_text(state.targets[misfits[0]].shape)}"
+                    if misfits
+                    else ""
+                )
+                state.status[name] = UNMATCHED
+                state.how[name] = f"{rule}) gives {wanted!r}: no TF2 variable of this shape{other}"
+            break
+    for number, (pattern, _) in enumerate(compiled):
+        if not used[number]:
+            state.notes.append(f"rule {number + 1} ({pattern.pattern!r}) matched no TF1 name")
+
+
+def _unreliable_layers(state: _State, slots: set[str]) -> set[str]:
+    """Layer kinds whose numbering starts elsewhere on the two sides: Keras numbers layers
+    across every model of the process, so its `dense_1` may be TF1's `dense`."""
+    numbers: list[dict[str, set[int]]] = [{}, {}]
+    tf1_layers = [_layer(n) for n in state.shapes if n not in slots]
+    tf2_layers = [_layer(t.name) for t in state.targets if t.owner is None and not t.own]
+    for side, layers in enumerate((tf1_layers, tf2_layers)):
+        for layer in layers:
+            if layer:
+                base, number = _split_number(layer)
+                numbers[side].setdefault(base, set()).add(number)
+    shared = set(numbers[0]) & set(numbers[1])
+    return {base for base in shared if min(numbers[0][base]) != min(numbers[1][base])}
+
+
+def _by_name(state: _State, slots: set[str]) -> None:
+    unreliable = _unreliable_layers(state, slots)
+    for base in sorted(unreliable):
+        state.notes.append(
+            f"the {base!r} layers are numbered differently on the two sides (Keras numbers "
+            "layers across every model of the process): their names were not used; build the "
+            "model after keras.backend.clear_session(), or name its layers"
+        )
+    for name in state.open_tf1(slots):
+        if _split_number(_layer(name))[0] in unreliable and _layer(name):
+            continue
+        fits, _ = _find(state, name, state.shapes[name])
+        fits = [i for i in fits if state.targets[i].weight]
+        if len(fits) == 1:
+            state.pair(name, fits[0], "name")
+
+
+def _by_pools(state: _State, slots: set[str]) -> None:
+    """Creation order within (kind, shape), then the only one of a kind, then of a shape."""
+    for key in ("kind", "shape"):
+        pools: dict[tuple, tuple[list[str], list[int]]] = {}
+        for name in state.open_tf1(slots):
+            shape = state.shapes[name]
+            pools.setdefault((_kind(name), shape) if key == "kind" else shape, ([], []))[0].append(
+                name
+            )
+        for index in state.open_targets():
+            target = state.targets[index]
+            group = (_kind(target.name), target.shape) if key == "kind" else target.shape
+            if group in pools:
+                pools[group][1].append(index)
+        for names, indices in pools.values():
+            if not indices:
+                continue
+            templates = {_template(n)[0] for n in names}
+            kinds = {(_kind(n), _kind(state.targets[i].name)) for n in names for i in indices}
+            if key == "shape" and not all(a == b or (a, b) in SAME_KIND for a, b in kinds):
+                _ambiguous(
+                    state,
+                    names,
+                    indices,
+                    "of its shape only, another kind ("
+                    + ", ".join(sorted({f"{a} and {b}" for a, b in kinds}))
+                    + "): add a rule",
+                )
+            elif len(names) == 1 and len(indices) == 1:
+                tf1_kind, tf2_kind = _kind(names[0]), _kind(state.targets[indices[0]].name)
+                how = f"the only {tf1_kind} of its shape" if key == "kind" else "the only one"
+                if key == "shape":
+                    how += f" of its shape ({tf1_kind} and {tf2_kind})"
+                state.pair(names[0], indices[0], how)
+            elif len(names) == len(indices) and len(templates) == 1:
+                ordered = sorted(names, key=lambda n: _template(n)[1])
+                numbers = [_template(n)[1] for n in ordered]
+                if len(set(numbers)) == len(numbers):
+                    for name, index in zip(ordered, indices, strict=True):
+                        state.pair(name, index, "creation order")
+                    continue
+                _ambiguous(state, names, indices)
+            elif key == "shape" or len(indices) > 1 or len(names) > 1:
+                _ambiguous(state, names, indices)
+
+
+def _ambiguous(state: _State, names: list[str], indices: list[int], why: str = "") -> None:
+    for name in names:
+        state.status[name], state.candidates[name] = AMBIGUOUS, list(indices)
+        state.how[name] = (
+            f"{len(indices)} TF2 candidate(s) {why}"
+            if why
+            else (f"{len(indices)} same-shape TF2 candidates")
+        )
+    for index in indices:
+        state.target_status[index] = AMBIGUOUS
+        state.target_how[index] = (
+            f"{len(names)} TF1 candidate(s) {why}"
+            if why
+            else (f"{len(names)} same-shape TF1 candidates")
+        )
+
+
+def _slots(
+    state: _State,
+    slots: set[str],
+    has_optimizer: bool,
+    nonzero: abc.Container[str],
+    learning_rate: float | None,
+) -> None:
+    for name in sorted(slots):
+        if name in state.status:
+            continue
+        parent, slot = name.rsplit("/", 1)
+        wanted = _slot_list(name, state.shapes)
+        state.status[name] = UNMATCHED
+        if state.status.get(parent) != MATCHED:
+            state.how[name] = f"slot {slot!r} of {parent}, which is not matched: map it first"
+        elif not has_optimizer:
+            state.how[name] = f"slot {slot!r} of {parent}: pass the built optimizer= to carry it"
+        elif wanted is None:
+            state.how[name] = f"slot {slot!r} of {parent}: no Keras optimizer slot is known for it"
+        elif slot == "Momentum" and name in nonzero and learning_rate is None:
+            state.how[name] = (
+                f"slot {slot!r} of {parent}: TF1 sums gradients where Keras SGD keeps -lr x that "
+                "sum; pass learning_rate= (the rate TF1 trained at) to carry it over"
+            )
+        else:
+            owner = state.pairs[parent]
+            found = [
+                i for i, t in enumerate(state.targets) if t.owner == owner and t.slot == wanted
+            ]
+            if found:
+                if slot in SLOT_NOTES and SLOT_NOTES[slot] not in state.notes:
+                    state.notes.append(SLOT_NOTES[slot])
+                how = f"slot {slot!r} of {parent} -> {wanted}"
+                if slot == "Momentum" and learning_rate is not None:
+                    state.scale[name] = -float(learning_rate)
+                    how += f", times -{float(learning_rate):g}"
+                state.pair(name, found[0], how)
+            else:
+                state.how[name] = (
+                    f"slot {slot!r} of {parent}: the optimizer keeps no such slot (another "
+                    "optimizer than TF1's, or not built with this variable)"
+                )
+
+
+# ----------------------------------------------------------------------------- TensorFlow side
+
+
+def _tf2_name(variable: Any) -> str:
+    name = getattr(variable, "path", None) or variable.name
+    return name[:-2] if name.endswith(":0") else name
+
+
+def _variables(model: Any) -> list[tuple[str, Any]]:
+    if isinstance(model, abc.Mapping):
+        return [(str(name), variable) for name, variable in model.items()]
+    if hasattr(type(model), "weights"):
+        try:
+            weights = model.weights
+        except ValueError:  # Keras 2: a Sequential model not built yet
+            weights = []
+        return [(_tf2_name(v), v) for v in weights]
+    if isinstance(model, Iterable):
+        return [(_tf2_name(v), v) for v in model]
+    raise MappingError(
+        f"model is a {type(model).__name__}: give a Keras model (or layer), a list of "
+        "variables, or a dict of name -> variable"
+    )
+
+
+def _slot_index(optimizer: Any, variable: Any) -> int | None:
+    try:
+        if hasattr(optimizer, "_get_variable_index"):  # Keras 3
+            return int(optimizer._get_variable_index(variable))
+        return int(optimizer._index_dict[optimizer._var_key(variable)])  # Keras 2
+    except (KeyError, AttributeError, ValueError):
+        return None
+
+
+def tf2_targets(model: Any, optimizer: Any = None) -> list[Target]:
+    """The model's variables in creation order, then the optimizer's slots and own variables."""
+    targets = [
+        Target(name, tuple(int(d) for d in variable.shape), variable)
+        for name, variable in _variables(model)
+    ]
+    if not targets:
+        raise MappingError(
+            "the model has no variables yet: build it first (call it on one batch, "
+            "model(features[:1])), then map the checkpoint"
+        )
+    if optimizer is None:
+        return targets
+    if hasattr(optimizer, "get_slot_names"):  # Keras 2's OptimizerV2, tf.keras...legacy
+        raise MappingError(
+            f"the optimizer ({type(optimizer).__name__}) is a legacy Keras 2 optimizer, which "
+            "the workbench does not support: use tf.keras.optimizers (not .legacy)"
+        )
+    if not (getattr(optimizer, "built", False) or getattr(optimizer, "_built", False)):
+        raise MappingError(
+            f"the optimizer ({type(optimizer).__name__}) is not built, so it has no slots yet: "
+            "call optimizer.build(model.trainable_variables) first"
+        )
+    placed: set[int] = set()
+    for owner, target in enumerate(list(targets)):
+        index = _slot_index(optimizer, target.variable)
+        if index is None:
+            continue
+        for attribute in (*dict.fromkeys(SLOT_LISTS.values()), "_average_gradients"):
+            found = getattr(optimizer, attribute, None) or []
+            if index < len(found) and found[index] is not None and id(found[index]) not in placed:
+                variable = found[index]
+                placed.add(id(variable))
+                name = _tf2_name(variable)
+                targets.append(Target(name, target.shape, variable, owner, attribute))
+    for variable in optimizer.variables:
+        if id(variable) not in placed:
+            name = _tf2_name(variable)
+            shape = tuple(int(d) for d in variable.shape)
+            if shape:  # not a setting: a slot of a kind SLOT_LISTS does not name
+                targets.append(Target(name, shape, variable, slot=UNKNOWN_SLOT))
+                continue
+            own = "the step counter" if name.split("/")[-1] in ITERATIONS else OPTIMIZER_OWN
+            targets.append(Target(name, shape, variable, own=own))
+    return targets
+
+
+def _read_checkpoint(checkpoint_path: str | Path) -> tuple[str, Any, dict[str, tuple[int, ...]]]:
+    import tensorflow as tf
+
+    path = str(checkpoint_path)
+    if Path(path).is_dir():  # its `checkpoint` file names the latest; a copied folder has none
+        prefixes = sorted(str(p)[: -len(".index")] for p in Path(path).glob("*.index"))
+        latest = tf.train.latest_checkpoint(path)
+        if not latest and len(prefixes) > 1:
+            listed = ", ".join(Path(p).name for p in prefixes)
+            raise MappingError(
+                f"{checkpoint_path} holds several checkpoints ({listed}) and no `checkpoint` "
+                "file naming the latest: give the prefix of the one to map"
+            )
+        path = latest or (prefixes[0] if prefixes else path)
+    try:
+        reader = tf.train.load_checkpoint(path)
+        shapes = {n: tuple(int(d) for d in s) for n, s in tf.train.list_variables(path)}
+    except (tf.errors.OpError, ValueError) as error:
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise MappingError(
+            f"no TensorFlow checkpoint at {checkpoint_path}: give its prefix "
+            f"(.../model.ckpt-100) or its folder ({first})"
+        ) from None
+    return path, reader, shapes
+
+
+def map_checkpoint(
+    checkpoint_path: str | Path,
+    model: Any,
+    rules: Sequence[tuple[str, str | None]] = (),
+    optimizer: Any = None,
+    learning_rate: float | None = None,
+) -> Mapping:
+    """Match every variable of a TF1 checkpoint to the model's variables and optimizer slots.
+
+    `model`: a built Keras model or layer (its `weights`, in creation order), a list of
+    variables, or a dict of name -> variable (to name variables Keras does not track, such as
+    notebook 10's averages). `rules`: `(pattern, replacement)` pairs applied with `re.sub` to
+    TF1 names, the first that matches; a replacement of None leaves the variable out.
+    `optimizer`: the built Keras optimizer whose slots take TF1's (`dense/kernel/Adagrad`).
+    `learning_rate`: the rate TF1's MomentumOptimizer trained at, needed only for nonzero
+    `Momentum` slots (TF1 keeps the sum of gradients, Keras SGD -lr x that sum).
+    Nothing is assigned: read `report()`, then call `assign()`.
+    """
+    import numpy as np
+
+    path, reader, shapes = _read_checkpoint(checkpoint_path)
+    targets = tf2_targets(model, optimizer)
+    nonzero = {
+        name for name in shapes if name.endswith("/Momentum") and np.any(reader.get_tensor(name))
+    }
+    state = match(
+        shapes,
+        targets,
+        rules,
+        has_optimizer=optimizer is not None,
+        nonzero=nonzero,
+        learning_rate=learning_rate,
+    )
+    return Mapping(path, reader, state)
+
+
+class Mapping:
+    """The decisions of `map_checkpoint`: `report()` shows them, `assign()` carries them out."""
+
+    def __init__(self, checkpoint: str, reader: Any, state: _State) -> None:
+        self.checkpoint = checkpoint
+        self._reader = reader
+        self._state = state
+
+    def rows(self) -> list[Row]:
+        """Every TF1 variable in checkpoint order, then every TF2 variable no TF1 one took."""
+        state, rows = self._state, []
+        for name, shape in state.shapes.items():
+            status = state.status[name]
+            tf2 = ""
+            if name in state.pairs:
+                tf2 = state.targets[state.pairs[name]].name
+            elif name in state.candidates:
+                tf2 = " | ".join(state.targets[i].name for i in state.candidates[name])
+            rows.append(Row(status, name, tf2, shape, state.how[name]))
+        claimed = state.claimed()
+        for index, target in enumerate(state.targets):
+            if index not in claimed:
+                status, how = state.target_status[index], state.target_how[index]
+                rows.append(Row(status, "", target.name, target.shape, how))
+        return rows
+
+    @property
+    def pairs(self) -> dict[str, Any]:
+        """TF1 name -> the TF2 variable it is assigned to."""
+        return {n: self._state.targets[i].variable for n, i in self._state.pairs.items()}
+
+    def problems(self) -> list[Row]:
+        """The rows `assign()` refuses over: every unmatched or ambiguous TF1 or TF2 variable."""
+        return [row for row in self.rows() if row.status in (UNMATCHED, AMBIGUOUS)]
+
+    def report(self) -> str:
+        """A summary line, the notes, and a table of every TF1 and TF2 variable."""
+        rows = self.rows()
+        counts = {s: sum(r.status == s for r in rows) for s in (MATCHED, UNMATCHED, AMBIGUOUS)}
+        skipped = sum(r.status == SKIPPED for r in rows)
+        tf1 = sum(bool(r.tf1) for r in rows)
+        tf2 = len(self._state.targets)
+        lines = [
+            f"{Path(self.checkpoint).name}: {tf1} TF1 and {tf2} TF2 variables (slots included): "
+            f"{counts[MATCHED]} pairs matched, {counts[UNMATCHED]} unmatched, "
+            f"{counts[AMBIGUOUS]} ambiguous, {skipped} skipped"
+        ]
+        lines += [f"note: {note}" for note in self._state.notes]
+        table = [[r.status, r.tf1 or "-", _shape_text(r.shape), r.tf2 or "-", r.how] for r in rows]
+        lines.append(format_table(["status", "TF1", "shape", "TF2", "how"], table))
+        return "\n".join(lines)
+
+    def _allowed(self, row: Row, allow: Sequence[str]) -> bool:
+        names = [n for n in (row.tf1, row.tf2) if n]
+        return any(re.fullmatch(p, n) or p == n for p in allow for n in names)
+
+    def assign(self, allow_unmatched: Sequence[str] = ()) -> list[str]:
+        """Assign every matched pair, or raise MappingError before assigning anything.
+
+        Refuses while a variable is unmatched or ambiguous and `allow_unmatched` (names or
+        regular expressions, matched against the whole TF1 or TF2 name) does not list it.
+        Returns the TF1 names assigned.
+        """
+        if isinstance(allow_unmatched, str):
+            allow_unmatched = [allow_unmatched]
+        left = [row for row in self.problems() if not self._allowed(row, allow_unmatched)]
+        if left:
+            described = "; ".join(
+                f"{r.status} {'TF1 ' + r.tf1 if r.tf1 else 'TF2 ' + r.tf2} "
+                f"{_shape_text(r.shape)} ({r.how})"
+                for r in left
+            )
+            raise MappingError(
+                f"{len(left)} variable(s) not mapped, nothing assigned: {described}. Fix: add a "
+                "rule (pattern, TF2 name) for each, or list it in allow_unmatched to leave it "
+                "at its initial value"
+            )
+        values = {name: self._reader.get_tensor(name) for name in self.pairs}
+        for name, variable in self.pairs.items():
+            stored, wanted = values[name].dtype, _numpy_dtype(variable)
+            if stored != wanted:
+                raise MappingError(
+                    f"TF1 {name} is {stored}, its TF2 variable "
+                    f"{self._state.targets[self._state.pairs[name]].name} {wanted}; nothing "
+                    "assigned. Fix: build the Keras variable with the checkpoint's dtype, or "
+                    "leave this one out with a rule (pattern, None) and assign it cast yourself"
+                )
+        for name, variable in self.pairs.items():
+            value = values[name]
+            if name in self._state.scale:
+                value = (value * value.dtype.type(self._state.scale[name])).astype(value.dtype)
+            variable.assign(value)
+        return list(self.pairs)
+
+    def weight_names(self) -> list[str]:
+        """The TF1 names matched to model variables (no optimizer slot or step counter): the
+        names to read from the baseline's final checkpoint with `read_checkpoint(path, names=)`.
+        """
+        state = self._state
+        return [name for name, index in state.pairs.items() if state.targets[index].weight]
+
+    def tf2_values(self, weights_only: bool = False) -> dict[str, Any]:
+        """The matched TF2 variables' values now, by TF1 name: the candidate's final weights
+        for `workbench.compare`, in the baseline's names. `weights_only`: the model variables
+        alone (`weight_names()`), as the baseline's `read_checkpoint(path, names=...)` gives."""
+        names = self.weight_names() if weights_only else list(self.pairs)
+        return {name: _to_numpy(self.pairs[name]) for name in names}
+
+
+def read_checkpoint(
+    checkpoint_path: str | Path, names: Iterable[str] | None = None
+) -> dict[str, Any]:
+    """A checkpoint's values as NumPy arrays by name (all, or `names`): the baseline's final
+    weights for `workbench.compare`."""
+    _, reader, shapes = _read_checkpoint(checkpoint_path)
+    wanted = list(shapes) if names is None else list(names)
+    missing = [n for n in wanted if n not in shapes]
+    if missing:
+        raise MappingError(
+            f"{checkpoint_path} has no variable {', '.join(missing)}: its names are "
+            f"{', '.join(list(shapes)[:8])}{', ...' if len(shapes) > 8 else ''}"
+        )
+    return {name: reader.get_tensor(name) for name in wanted}
+
+
+def _numpy_dtype(variable: Any) -> Any:
+    import numpy as np
+
+    dtype = variable.dtype
+    return np.dtype(getattr(dtype, "as_numpy_dtype", dtype))
+
+
+def _to_numpy(variable: Any) -> Any:
+    import numpy as np
+
+    return np.asarray(variable.numpy() if hasattr(variable, "numpy") else variable)
