@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -58,22 +59,25 @@ class FakeMachine:
 def run_python(code: str, env: dict[str, str | None] | None = None, timeout: int = 180):
     """Run `code` in a fresh interpreter of this venv; return the CompletedProcess.
 
-    `env` adds variables; a value of None removes the variable.
+    `env` adds variables; a value of None removes the variable. The run gets a TMPDIR of its
+    own, removed afterwards, so that a script's `tempfile.mkdtemp()` (a SavedModel, TensorBoard
+    logs) leaves nothing in the machine's temporary folder; `env` may name another.
     """
-    full_env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    for name, value in (env or {}).items():
-        if value is None:
-            full_env.pop(name, None)
-        else:
-            full_env[name] = value
-    return subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        env=full_env,
-        timeout=timeout,
-        cwd=ROOT,
-    )
+    with tempfile.TemporaryDirectory(prefix="tpu_migration_run_") as scratch:
+        full_env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": scratch}
+        for name, value in (env or {}).items():
+            if value is None:
+                full_env.pop(name, None)
+            else:
+                full_env[name] = value
+        return subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            env=full_env,
+            timeout=timeout,
+            cwd=ROOT,
+        )
 
 
 def run_python_json(
