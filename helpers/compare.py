@@ -8,10 +8,9 @@ environment, Colab's included.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
-
-import numpy as np
 
 
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -52,7 +51,7 @@ def format_difference(
     the floor a cell asserts instead, `2.73e-03 (≥ 0.0001)`: a difference shown growing past
     a bound, by an amount the hardware moves.
     """
-    if np.isnan(value):
+    if math.isnan(value):
         return "nan"
     text = "0" if value == 0 else f"{value:.2e}"
     if at_least is not None:

@@ -50,9 +50,8 @@ CODE_LINE_LENGTH = 100
 VIEWPORT = {"width": 1280, "height": 900}
 
 
-def notebook_plots(name: str) -> int:
+def notebook_plots(notebook: dict) -> int:
     """How many images (plots) the committed notebook's outputs hold."""
-    notebook = json.loads((NOTEBOOKS / name).read_text())
     return sum(
         "image/png" in output.get("data", {})
         for cell in notebook["cells"]
@@ -60,12 +59,11 @@ def notebook_plots(name: str) -> int:
     )
 
 
-def notebook_tables(name: str) -> dict:
+def notebook_tables(notebook: dict) -> dict:
     """The result tables in the committed notebook's stream outputs, as the site renders them
     (tools/output_tables.py, on each cell's stdout merged as myst-nb merges it): how many,
     their rows, their right-aligned (numeric) cells, header included; and whether a code cell
     calls format_table."""
-    notebook = json.loads((NOTEBOOKS / name).read_text())
     found = {"tables": 0, "rows": 0, "numeric_cells": 0, "calls_format_table": False}
     for cell in notebook["cells"]:
         if cell["cell_type"] != "code":
@@ -331,6 +329,7 @@ def check_in_browser(root: Path, shots: Path) -> dict:
                 check(img["complete"] and img["w"] > 0, f"{rel}: image not rendered: {img['src']}")
             if rel.startswith("notebooks/"):
                 name = rel.split("/")[1].replace(".html", ".ipynb")
+                notebook = json.loads((NOTEBOOKS / name).read_text())  # the committed one
                 check(stats["cells"] > 0 and stats["code_inputs"] > 0, f"{rel}: no code cells")
                 check(stats["outputs"] > 0, f"{rel}: no cell outputs")
                 check(stats["highlighted_tokens"] > 0, f"{rel}: code not syntax highlighted")
@@ -351,7 +350,7 @@ def check_in_browser(root: Path, shots: Path) -> dict:
                     f"{rel}: a code cell shows {stats['code_box_chars']} characters a line, "
                     f"not {CODE_LINE_LENGTH}, at {VIEWPORT['width']}px",
                 )
-                tables = notebook_tables(name)
+                tables = notebook_tables(notebook)
                 check(
                     tables["tables"] > 0 or not tables["calls_format_table"],
                     f"{rel}: {name} prints result tables (format_table) but its committed "
@@ -377,10 +376,10 @@ def check_in_browser(root: Path, shots: Path) -> dict:
                     f"{stats['numeric_cells_not_right']}",
                 )
                 plots = [i for i in stats["images"] if "colab-badge" not in (i["src"] or "")]
+                plot_count = notebook_plots(notebook)
                 check(
-                    len(plots) >= notebook_plots(name),
-                    f"{rel}: {len(plots)} images rendered, the notebook has "
-                    f"{notebook_plots(name)} plots",
+                    len(plots) >= plot_count,
+                    f"{rel}: {len(plots)} images rendered, the notebook has {plot_count} plots",
                 )
             else:
                 check(stats["tables"] > 0, f"{rel}: no table rendered")

@@ -115,11 +115,15 @@ def installed_source(package: str, *parts: str) -> str:
     return " ".join(Path(spec.submodule_search_locations[0], *parts).read_text().split())
 
 
-def definition(source: str, name: str, following: str) -> str:
+def definition(source: str, name: str, following: str, where: str = "the source") -> str:
     """The text of `def name(` up to `following`, the definition after it in the file: a quote
-    is pinned to the function the notebook names, not found anywhere in the file."""
-    start = source.index(f"def {name}(")
-    return source[start : source.index(following, start)]
+    is pinned to the function the notebook names, not found anywhere in the file. A missing
+    definition or end fails naming `where` (the file) and what it lacks."""
+    start = source.find(f"def {name}(")
+    assert start >= 0, f"{where}: no def {name}("
+    end = source.find(following, start)
+    assert end >= 0, f"{where}: no {following!r} after def {name}("
+    return source[start:end]
 
 
 def assert_quotes(path: str, name: str, following: str, quotes: list[str]) -> str:
@@ -129,11 +133,7 @@ def assert_quotes(path: str, name: str, following: str, quotes: list[str]) -> st
 
     A failing pin names the file, the definition and the quotes it lacks.
     """
-    source = installed_source(path)
-    start = source.find(f"def {name}(")
-    assert start >= 0, f"{path}: no def {name}("
-    assert source.find(following, start) >= 0, f"{path}: no {following!r} after def {name}("
-    function = definition(source, name, following)
+    function = definition(installed_source(path), name, following, where=path)
     missing = [quote for quote in quotes if quote not in function]
     assert not missing, f"{path}: def {name}( lacks {missing}"
     return function

@@ -65,6 +65,14 @@ def test_the_padding_of_arrays_and_tables_is_not_compared(old, new):
     assert mismatch.reason == "the text differs"
 
 
+def test_a_bound_printed_as_an_integer_is_still_a_bound():
+    """format_difference prints its bound with `:g`, so a bound of 1 reads `(≤ 1)`."""
+    old, new = format_difference(0.25, 1), format_difference(0.5, 1)
+    assert old.endswith("(≤ 1)") and compare_text(old, new) == []
+    (mismatch,) = compare_text(old, format_difference(2.0, 1))
+    assert "crossed its bound" in mismatch.reason
+
+
 def test_a_tables_rules_follow_its_widest_cell_and_their_width_is_not_compared():
     """format_table's rule lines are as wide as each column, so a number that gains a digit
     (or becomes 0) widens or narrows them, as it re-pads the rows."""

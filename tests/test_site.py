@@ -17,6 +17,7 @@ import pytest
 from site_browser import check_in_browser
 from site_links import check_site
 
+from helpers.compare import format_difference, format_table
 from tools.project import ROOT, notebook_paths, notebook_toctree
 
 SITE = ROOT / "build" / "site"
@@ -163,12 +164,12 @@ def test_a_table_printed_in_an_output_becomes_an_html_table(tmp_path):
     """tools/output_tables.py on a notebook of its own, in a Sphinx project of its own (with
     this site's myst-nb settings): the table between two lines of text in one stream output,
     printed in two writes, is an HTML table between two preformatted blocks."""
-    table = (  # helpers.compare.format_table's layout (it needs NumPy, which this venv lacks)
-        "setting  max |diff|          same\n"
-        "-------  ------------------  -----\n"
-        "epsilon  3.35e-08 (≤ 1e-06)  True\n"
-        "order    2.39e-01            False\n"
-        "-------  ------------------  -----"
+    table = format_table(
+        ["setting", "max |diff|", "same"],
+        [
+            ["epsilon", format_difference(3.35e-08, 1e-06), True],
+            ["order", format_difference(0.239), False],
+        ],
     )
     notebook = nbformat.v4.new_notebook(metadata={"language_info": {"name": "python"}})
     notebook.cells = [

@@ -46,9 +46,14 @@ RTOL = 1e-5
 _FLOAT = r"-?(?:\d+\.\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+)"
 _INT = r"-?\d+"
 _FLOAT_TOKEN = rf"(?<![\w.]){_FLOAT}(?![\w]|\.\d)"
-_BOUNDED_TOKEN = rf"(?<![\w.])(?:{_FLOAT}|{_INT}) \([≤≥] {_FLOAT}\)"  # format_difference's
+# format_difference's `value (≤ bound)`; `:g` prints a bound of 1 as `1`, hence an int too
+_BOUNDED_TOKEN = rf"(?<![\w.])(?:{_FLOAT}|{_INT}) \([≤≥] (?:{_FLOAT}|{_INT})\)"
 TOKEN = re.compile(rf"({_BOUNDED_TOKEN}|{_FLOAT_TOKEN})")  # one group: re.split keeps them
-BOUNDED = re.compile(rf"(?P<value>{_FLOAT}|{_INT}) \((?P<side>[≤≥]) (?P<bound>{_FLOAT})\)")
+BOUNDED = re.compile(rf"(?P<value>{_FLOAT}|{_INT}) \((?P<side>[≤≥]) (?P<bound>{_FLOAT}|{_INT})\)")
+# A table cell that is a number, bounded or not (tools/output_tables.py right-aligns them)
+NUMBER = re.compile(rf"(?:{_FLOAT}|{_INT})(?: \([≤≥] (?:{_FLOAT}|{_INT})\))?")
+# format_table's rule line: one run of dashes per column, spaces between the runs
+RULE = re.compile(r"-+(?: +-+)*")
 
 
 @dataclass(frozen=True)
@@ -74,7 +79,7 @@ def _unpadded(text: str) -> str:
     return re.sub(r"[ \t]+", "", text)
 
 
-_RULE_LINE = re.compile(r"(?m)^-+(?: +-+)*$")
+_RULE_LINE = re.compile(rf"(?m)^{RULE.pattern}$")
 
 
 def _unsized_rules(text: str) -> str:

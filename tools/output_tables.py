@@ -28,10 +28,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-# A rule line: one run of dashes per column, spaces between the runs, nothing else.
-RULE = re.compile(r"-+(?: +-+)*")
-_NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
-NUMBER = re.compile(rf"{_NUMBER}(?: \([≤≥] {_NUMBER}\))?")  # format_difference's, bound or not
+from tools.output_compare import NUMBER, RULE  # the patterns the output comparison reads
+
 MISSING = {"", "-", "nan"}  # a cell of a numeric column with no number in it
 
 
