@@ -198,7 +198,7 @@ test-newest: $(UV_STAMP) ## re-resolve the current lane to the newest releases, 
 	@git diff --stat -- requirements-current.txt 2>/dev/null || true
 	@$(MAKE) --no-print-directory test-current
 
-lint: $(STAMP) ## ruff over helpers, tools, tests, docs and notebooks; lock files current
+lint: $(STAMP) ## ruff over helpers, workbench, tools, tests, docs and notebooks; lock files current
 	$(BIN)/ruff check conftest.py helpers workbench tools tests docs notebooks
 	$(BIN)/ruff format --check conftest.py helpers workbench tools tests docs
 	@$(MAKE) --no-print-directory check-locks

@@ -21,16 +21,10 @@ from helpers import fixtures, regression
 from tools.make_tf1_fixture import run_notebook_01
 from tools.nbexec import execute
 from tools.project import NOTEBOOKS
+from workbench import read_checkpoint
 
 pytestmark = [pytest.mark.notebook, pytest.mark.reference_only]
 TOLERANCE = 1e-6
-
-
-def checkpoint_tensors(path: str) -> dict:
-    import tensorflow as tf
-
-    reader = tf.train.load_checkpoint(path)
-    return {name: reader.get_tensor(name) for name, _ in tf.train.list_variables(path)}
 
 
 def served(saved_model: str) -> np.ndarray:
@@ -57,8 +51,8 @@ def test_notebook_01_writes_the_stored_run(tmp_path, capsys):
     for key in ("weights", "continued_weights"):
         for name in stored[key]:
             pairs[f"{key} {name}"] = (fresh[key][name], stored[key][name])
-    fresh_tensors = checkpoint_tensors(fresh["checkpoint"])
-    stored_tensors = checkpoint_tensors(stored["checkpoint"])
+    fresh_tensors = read_checkpoint(fresh["checkpoint"])
+    stored_tensors = read_checkpoint(stored["checkpoint"])
     assert sorted(fresh_tensors) == sorted(stored_tensors)
     for name in stored_tensors:
         pairs[f"checkpoint {name}"] = (fresh_tensors[name], stored_tensors[name])

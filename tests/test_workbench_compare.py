@@ -70,6 +70,8 @@ def test_step_0_is_real_and_points_to_the_start():
     assert comparison.first_step == 0
     verdict, reason = comparison.verdict()
     assert verdict == REAL and "before any update" in reason
+    parted = "losses: parts at step 0 (baseline 1, candidate 1.01, |diff| 1.00e-02 (≥ 1.1e-05))"
+    assert parted in comparison.summary().splitlines()[1]  # beyond its bound: a floor
     assert names(likely_causes(comparison)) == [
         "initial weights",
         "per-replica batch",
@@ -212,7 +214,14 @@ def test_the_worst_element_and_weights_only():
     assert worst.baseline == 5.0 and worst.candidate == pytest.approx(5.001)
     assert comparison.weights_outside and comparison.verdict()[0] == UNDECIDED
     assert names(likely_causes(comparison)) == ["optimizer settings"]
-    assert "dense/kernel[2, 1]" in comparison.summary()
+    worst_line = comparison.summary().splitlines()[-1]
+    assert worst_line == (
+        "weights: worst dense/kernel[2, 1] baseline 5, candidate 5.001, |diff| 1.00e-03 (≥ 0.0001)"
+    )  # beyond its bound: a floor
+    within = compare_runs(run(), run(weights={**WEIGHTS, "dense/bias": np.array([0.0, 3e-5])}))
+    assert within.summary().splitlines()[-1] == (
+        "weights: worst dense/bias[1] baseline 0, candidate 3e-05, |diff| 3.00e-05 (≤ 0.0001)"
+    )  # within its bound: a ceiling
     statistics = {**WEIGHTS, "bn/moving_variance": np.ones(2)}
     moved = {**statistics, "bn/moving_variance": np.array([1.0, 1.1])}
     causes = likely_causes(compare_runs(run(weights=statistics), run(weights=moved)))

@@ -135,7 +135,8 @@ class Parting:
 
 @dataclass(frozen=True)
 class Worst:
-    """The final weights' element furthest from the baseline, by absolute difference."""
+    """The final weights' element furthest beyond its bound, by |difference| - bound (a NaN
+    difference counts as furthest); when every element is within, the one nearest its bound."""
 
     variable: str
     index: tuple[int, ...]
@@ -208,16 +209,21 @@ class Comparison:
                     f"max |diff| {largest}"
                 )
             else:
+                beyond = format_difference(parting.difference, at_least=parting.bound)
                 lines.append(
                     f"{quantity}: parts at step {parting.step} (baseline {parting.baseline:.8g}, "
-                    f"candidate {parting.candidate:.8g}, |diff| "
-                    f"{format_difference(parting.difference, parting.bound)}), max |diff| {largest}"
+                    f"candidate {parting.candidate:.8g}, |diff| {beyond}), max |diff| {largest}"
                 )
         if self.worst is not None:
             w = self.worst
+            gap = (
+                format_difference(w.difference, at_least=w.bound)
+                if self.weights_outside
+                else format_difference(w.difference, w.bound)
+            )
             lines.append(
                 f"weights: worst {w.variable}{list(w.index)} baseline {w.baseline:.8g}, candidate "
-                f"{w.candidate:.8g}, |diff| {format_difference(w.difference)} (bound {w.bound:g})"
+                f"{w.candidate:.8g}, |diff| {gap}"
             )
         lines += [f"not compared: {what}" for what in self.not_compared]
         return "\n".join(lines)
@@ -231,6 +237,16 @@ def _tolerances(
     if unknown:
         raise CompareError(f"{name} names {unknown[0]!r}: the quantities are {', '.join(defaults)}")
     return {**defaults, **{k: float(v) for k, v in given.items()}}
+
+
+def _gap_and_bound(
+    baseline: np.ndarray, candidate: np.ndarray, atol: float, rtol: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """|candidate - baseline| (0 where both are NaN: both diverged there), and each element's
+    bound atol + rtol * |baseline| (a non-finite baseline counts as 0)."""
+    gap = np.where(np.isnan(baseline) & np.isnan(candidate), 0.0, np.abs(candidate - baseline))
+    finite = np.nan_to_num(baseline, nan=0.0, posinf=0.0, neginf=0.0)
+    return gap, atol + rtol * np.abs(finite)
 
 
 def compare_runs(
@@ -262,9 +278,8 @@ def compare_runs(
             comparison.not_compared.append(f"{quantity} ({side} has none)")
         if quantity in base.stepwise and quantity in cand.stepwise:
             b, c = base.stepwise[quantity], cand.stepwise[quantity]
-            difference = np.where(np.isnan(b) & np.isnan(c), 0.0, np.abs(c - b))
-            bound = comparison.atol[quantity] + comparison.rtol[quantity] * np.abs(
-                np.nan_to_num(b, nan=0.0, posinf=0.0, neginf=0.0)
+            difference, bound = _gap_and_bound(
+                b, c, comparison.atol[quantity], comparison.rtol[quantity]
             )
             outside = np.flatnonzero(~(difference <= bound))  # NaN against a number is outside
             comparison.differences[quantity] = difference
@@ -300,10 +315,9 @@ def _worst(base: dict, cand: dict, comparison: Comparison) -> Worst | None:
                 f"weights {name!r}: shape {base[name].shape} in the baseline, "
                 f"{cand[name].shape} in the candidate"
             )
-        both_nan = np.isnan(base[name]) & np.isnan(cand[name])  # both diverged there
-        gap = np.where(both_nan, 0.0, np.abs(cand[name] - base[name]))
-        finite = np.nan_to_num(base[name], nan=0.0, posinf=0.0, neginf=0.0)
-        bound = comparison.atol["weights"] + comparison.rtol["weights"] * np.abs(finite)
+        gap, bound = _gap_and_bound(
+            base[name], cand[name], comparison.atol["weights"], comparison.rtol["weights"]
+        )
         excess = np.nan_to_num(gap - bound, nan=np.inf)
         if gap.size == 0:
             continue

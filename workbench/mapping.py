@@ -78,6 +78,8 @@ SLOT_LISTS = {
     "RMSProp_1": "_momentums",  # the momentum, or the mean gradient when centered
     "RMSProp_2": "_momentums",  # the momentum of a centered RMSProp
 }
+# Centered RMSProp's mean gradient: TF1's RMSProp_1 when a RMSProp_2 exists (see _slot_list).
+CENTERED_LIST = "_average_gradients"
 # Slot names TF1's optimizers give that no Keras optimizer keeps alike: slots all the same.
 TF1_SLOTS = frozenset(SLOT_LISTS) | {"Ftrl", "Ftrl_1", "Adadelta", "Adadelta_1"}
 SLOT_NOTES = {
@@ -140,7 +142,7 @@ def _slot_list(name: str, shapes: abc.Mapping[str, tuple[int, ...]]) -> str | No
     """The Keras optimizer's list that takes the TF1 slot `name`, or None if none does."""
     parent, slot = name.rsplit("/", 1)
     if slot == "RMSProp_1" and parent + "/RMSProp_2" in shapes:
-        return "_average_gradients"  # centered: rms, mg, momentum
+        return CENTERED_LIST  # centered: rms, mg, momentum
     return SLOT_LISTS.get(slot)
 
 
@@ -288,7 +290,6 @@ def _bookkeeping(state: _State) -> None:
             if re.fullmatch(pattern, name):
                 if name.endswith("global_step") and iterations is not None:
                     state.pair(name, iterations, "step counter -> optimizer.iterations")
-                    state.target_status[iterations] = MATCHED
                 else:
                     state.status[name], state.how[name] = SKIPPED, reason
                 break
@@ -296,7 +297,8 @@ def _bookkeeping(state: _State) -> None:
 
 def _find(state: _State, wanted: str, shape: tuple[int, ...]) -> tuple[list[int], list[int]]:
     """Targets named `wanted` (or ending in it): those of `shape`, and those of another."""
-    open_ = [i for i in range(len(state.targets)) if i not in state.claimed()]
+    claimed = state.claimed()
+    open_ = [i for i in range(len(state.targets)) if i not in claimed]
     exact = [i for i in open_ if state.targets[i].name == wanted]
     suffix = [i for i in open_ if _named(wanted, state.targets[i].name)]
     model = [i for i in suffix if state.targets[i].weight]
@@ -317,10 +319,9 @@ def _by_rules(
         for number, (pattern, replacement) in enumerate(compiled):
             if not pattern.search(name):
                 continue
-            if name in slots and replacement is not None:
-                used[number] = True
-                continue
             used[number] = True
+            if name in slots and replacement is not None:
+                continue
             rule = f"rule {number + 1} ({pattern.pattern!r}"
             if replacement is None:
                 state.status[name], state.how[name] = SKIPPED, f"{rule} -> None): left out"
@@ -382,7 +383,8 @@ def _by_name(state: _State, slots: set[str]) -> None:
             "model after keras.backend.clear_session(), or name its layers"
         )
     for name in state.open_tf1(slots):
-        if _split_number(_layer(name))[0] in unreliable and _layer(name):
+        layer = _layer(name)
+        if layer and _split_number(layer)[0] in unreliable:
             continue
         fits, _ = _find(state, name, state.shapes[name])
         fits = [i for i in fits if state.targets[i].weight]
@@ -408,8 +410,9 @@ def _by_pools(state: _State, slots: set[str]) -> None:
             if not indices:
                 continue
             templates = {_template(n)[0] for n in names}
-            kinds = {(_kind(n), _kind(state.targets[i].name)) for n in names for i in indices}
-            if key == "shape" and not all(a == b or (a, b) in SAME_KIND for a, b in kinds):
+            pairs = [(n, state.targets[i].name) for n in names for i in indices]
+            if key == "shape" and not all(_same_kind(tf1, tf2) for tf1, tf2 in pairs):
+                kinds = {(_kind(tf1), _kind(tf2)) for tf1, tf2 in pairs}
                 _ambiguous(
                     state,
                     names,
@@ -559,7 +562,7 @@ def tf2_targets(model: Any, optimizer: Any = None) -> list[Target]:
         index = _slot_index(optimizer, target.variable)
         if index is None:
             continue
-        for attribute in (*dict.fromkeys(SLOT_LISTS.values()), "_average_gradients"):
+        for attribute in (*dict.fromkeys(SLOT_LISTS.values()), CENTERED_LIST):
             found = getattr(optimizer, attribute, None) or []
             if index < len(found) and found[index] is not None and id(found[index]) not in placed:
                 variable = found[index]
@@ -594,7 +597,10 @@ def _read_checkpoint(checkpoint_path: str | Path) -> tuple[str, Any, dict[str, t
         path = latest or (prefixes[0] if prefixes else path)
     try:
         reader = tf.train.load_checkpoint(path)
-        shapes = {n: tuple(int(d) for d in s) for n, s in tf.train.list_variables(path)}
+        shapes = {  # sorted by name, as tf.train.list_variables lists them
+            n: tuple(int(d) for d in s)
+            for n, s in sorted(reader.get_variable_to_shape_map().items())
+        }
     except (tf.errors.OpError, ValueError) as error:
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise MappingError(
