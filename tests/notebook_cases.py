@@ -229,7 +229,7 @@ CASES = [
 
 def stored_run_cases(notebook: str, live_tf1: dict[str, Any] | None = None) -> list[Case]:
     """The cases of a notebook that compares itself with a stored TPUEstimator run (09, 10, 12,
-    13, 14): its defaults in the Colab lane; 1 replica in both full lanes, 2 in the reference
+    13, 14, 15): its defaults in the Colab lane; 1 replica in both full lanes, 2 in the reference
     lane and 4 in the current one; a replica count its global batch does not allow, and a
     `compare_stored` that is not a bool, both stopped by the validation cell.
 
@@ -260,5 +260,8 @@ from notebook_cases_11 import CASES_11  # noqa: E402
 from notebook_cases_12 import CASES_12  # noqa: E402
 from notebook_cases_13 import CASES_13  # noqa: E402
 from notebook_cases_14 import CASES_14  # noqa: E402
+from notebook_cases_15 import CASES_15  # noqa: E402
 
-CASES += CASES_04 + CASES_05 + CASES_09 + CASES_10 + CASES_11 + CASES_12 + CASES_13 + CASES_14
+CASES += (
+    CASES_04 + CASES_05 + CASES_09 + CASES_10 + CASES_11 + CASES_12 + CASES_13 + CASES_14 + CASES_15
+)

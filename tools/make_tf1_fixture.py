@@ -8,7 +8,8 @@ notebook 12's (clipping and hooks; its last checkpoint, no SavedModel) in
 fixtures/tf1_clipping, and with `--notebook 13` notebook 13's (exporters and serving; its
 final export, no checkpoint) in fixtures/tf1_export, and with `--notebook 14` notebook 14's
 (TPU embeddings; the checkpoints after 8 and 16 steps and the export) in
-fixtures/tf1_embedding, the same way: the notebook
+fixtures/tf1_embedding, and with `--notebook 15` notebook 15's (a Transformer classifier; its
+`model.ckpt-0` and last checkpoint) in fixtures/tf1_transformer, the same way: the notebook
 runs at its defaults with `model_dir` a new temporary folder and `compare_stored=False`, and
 writes its run into `model_dir` (`tf1_run.json` with the same `checkpoint` and `saved_model`
 paths, documented in its "The run, stored"); notebooks 09 and 10 themselves check a live run
@@ -57,6 +58,7 @@ STORED_RUNS = {
     "12": ("12_clipping_and_hooks.ipynb", "tf1_clipping"),
     "13": ("13_export_and_serving.ipynb", "tf1_export"),
     "14": ("14_tpu_embeddings.ipynb", "tf1_embedding"),
+    "15": ("15_transformer_classifier.ipynb", "tf1_transformer"),
 }
 
 
@@ -71,8 +73,8 @@ def run_notebook_01(model_dir: Path) -> Path:
 
 
 def run_notebook_comparing_nothing(notebook: Path, model_dir: Path) -> Path:
-    """Run notebook 09, 10, 12, 13 or 14 at its defaults with `model_dir`, not comparing with its
-    stored run (`compare_stored=False`); return `model_dir`, where it wrote its run."""
+    """Run notebook 09, 10, 12, 13, 14 or 15 at its defaults with `model_dir`, not comparing with
+    its stored run (`compare_stored=False`); return `model_dir`, where it wrote its run."""
     parameters = {"model_dir": str(model_dir), "compare_stored": False}
     executed = model_dir.parent / f"{notebook.name[:2]}_executed.ipynb"
     outcome = execute(notebook, executed, parameters)
@@ -93,7 +95,7 @@ def write_manifest(directory: Path) -> dict[str, str]:
 
 
 def copy_run(model_dir: Path, out: Path, notebook: str = "01") -> dict:
-    """Copy the run that notebook 01 (or 09, 10, 12, 13, 14) saved in `model_dir` to `out`;
+    """Copy the run that notebook 01 (or 09, 10, 12, 13, 14, 15) saved in `model_dir` to `out`;
     return its tf1_run.json.
 
     `out` is replaced only when it is a stored run already (it has a manifest); any other
@@ -105,7 +107,7 @@ def copy_run(model_dir: Path, out: Path, notebook: str = "01") -> dict:
     elif out.exists() and any(out.iterdir()):
         raise SystemExit(f"{out} holds files but no {MANIFEST}: choose an empty or new --out")
     out.mkdir(parents=True, exist_ok=True)
-    for key in ("checkpoint", "final_checkpoint"):  # notebooks 10 and 14 store their last one too
+    for key in ("checkpoint", "final_checkpoint"):  # notebooks 10, 14, 15 store their last one too
         if key not in run:
             continue
         prefix = model_dir / run[key]
