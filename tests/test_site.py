@@ -53,6 +53,9 @@ TF1_CONCEPTS = [
     "ClassificationOutput",
     "exporters=",
     "predict_keys",
+    "tf.contrib",
+    "AdamWeightDecayOptimizer",
+    "layer_norm",
 ]
 
 
@@ -107,6 +110,7 @@ CHEAT_SHEET_GROUPS = [  # where a name appears in TensorFlow 1 code
     "Checkpoints",
     "Export, serving and prediction",
     "`train_and_evaluate` and several machines",
+    "`tf.contrib` and BERT-style code",
 ]
 
 
