@@ -1,8 +1,15 @@
 """The workbench: the collection's migration method applied to the reader's own model.
 
 The notebooks teach why each step matters; this package is what a reader imports to do the
-steps on their own `model_fn` and Keras model, with every decision reported:
+steps on their own `model_fn` and Keras model, with every decision reported (from a shell:
+`python -m workbench record|map|compare --help`):
 
+- **Record the TF1 baseline** (`record_baseline`, TensorFlow 2.15 with tensorflow-estimator):
+  train the `model_fn` with `TPUEstimator(use_tpu=False)` and keep each step's loss, learning
+  rate and gradient norm (found in the graph: no `host_call` needed), the batches, the seeds
+  of its dropout ops, `model.ckpt-0` and the last checkpoint, in a folder that
+  `load_baseline` reads in any lane. `Baseline.run()` is the baseline as `compare_runs`
+  takes it.
 - **Carry the checkpoint over** (`map_checkpoint`): match each variable of a TF1 checkpoint,
   optimizer slots included, to the Keras model by the reader's rules, by name, by creation
   order and by shape; `Mapping.report()` lists every TF1 and TF2 variable as matched,
@@ -15,9 +22,6 @@ steps on their own `model_fn` and Keras model, with every decision reported:
   check) tells apart. `likely_causes` ranks notebook 04's checklist by what was observed.
   Compare the model's weights alone with `mapping.tf2_values(weights_only=True)` against
   `read_checkpoint(tf1_final_checkpoint, names=mapping.weight_names())`.
-
-The workbench does not record the TF1 baseline itself: log each step's loss, learning rate
-and gradient norm in the TF1 run as notebooks 01 and 10 do, and pass them to `compare_runs`.
 """
 
 from workbench.compare import (
@@ -48,6 +52,13 @@ from workbench.mapping import (
     map_checkpoint,
     read_checkpoint,
 )
+from workbench.record import (
+    Baseline,
+    RecordError,
+    load_baseline,
+    per_replica_batch,
+    record_baseline,
+)
 
 __all__ = [
     "AMBIGUOUS",
@@ -60,18 +71,23 @@ __all__ = [
     "UNDECIDED",
     "UNMATCHED",
     "WITHIN",
+    "Baseline",
     "Cause",
     "CompareError",
     "Comparison",
     "Mapping",
     "MappingError",
     "Parting",
+    "RecordError",
     "RoundingCheck",
     "Row",
     "Worst",
     "amplified_rounding",
     "compare_runs",
     "likely_causes",
+    "load_baseline",
     "map_checkpoint",
+    "per_replica_batch",
     "read_checkpoint",
+    "record_baseline",
 ]

@@ -1,0 +1,229 @@
+"""workbench.record and `python -m workbench`: a baseline recorded from a TF1 model_fn, read
+back, mapped and compared from the command line; each bad input refused in one line with
+nothing written. Recording needs TPUEstimator (the reference lane), where a new recording of
+the toy must agree with the stored one, fixtures/workbench_toy; every lane maps and compares
+against the stored one. To record it again (TensorFlow 2.15):
+
+    .venv/bin/python -m workbench --path tests record --model-fn workbench_toy:model_fn \
+      --input-fn workbench_toy:input_fn --batch-size 8 --steps 4 --out fixtures/workbench_toy \
+      --eval-input-fn workbench_toy:input_fn --eval-steps 2 --replace
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import workbench_toy as toy
+from support import LANE, ROOT
+
+from workbench import __main__ as cli
+from workbench.record import (
+    FORMAT,
+    MANIFEST,
+    RecordError,
+    load_baseline,
+    per_replica_batch,
+    record_baseline,
+)
+
+needs_estimator = pytest.mark.skipif(
+    LANE != "reference", reason="recording needs TPUEstimator: TensorFlow 2.15, the reference lane"
+)
+TESTS = str(ROOT / "tests")
+STORED = ROOT / "fixtures" / "workbench_toy"
+
+
+def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
+    code = cli.main(["--path", TESTS, *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    """The toy recorded once from the command line: 4 steps of 8, plain SGD, an evaluation."""
+    if LANE != "reference":
+        pytest.skip("recording needs TPUEstimator: TensorFlow 2.15, the reference lane")
+    out = tmp_path_factory.mktemp("record") / "baseline"
+    code = cli.main(
+        ["--path", TESTS, "record", "--model-fn", "workbench_toy:model_fn",
+         "--input-fn", "workbench_toy:input_fn", "--batch-size", "8", "--steps", "4",
+         "--out", str(out), "--eval-input-fn", "workbench_toy:input_fn", "--eval-steps", "2"]
+    )  # fmt: skip
+    assert code == cli.DONE
+    return out
+
+
+@pytest.mark.tensorflow
+def test_a_recorded_baseline_holds_the_steps_batches_checkpoints_and_evaluation(recorded):
+    baseline = load_baseline(recorded)
+    assert len(baseline.steps) == 4 and baseline.batch_size == 8
+    assert baseline.found["loss"] == "sigmoid_cross_entropy_loss/value:0"
+    assert baseline.found["learning_rate"] == "ExponentialDecay:0"  # GradientDescent's alpha
+    assert baseline.found["gradient_norm"] == "workbench_norm/global_norm:0"  # no clip here
+    rates = [step["learning_rate"] for step in baseline.steps]
+    np.testing.assert_allclose(rates, [toy.RATE * toy.DECAY ** (s / 2) for s in range(4)], 1e-6)
+    x, y = toy.data()
+    batches = baseline.batches()
+    assert len(batches) == 4
+    for step, (features, labels) in enumerate(batches):  # the input_fn's order, 8 at a time
+        np.testing.assert_array_equal(features["x"], x[8 * step : 8 * step + 8])
+        np.testing.assert_array_equal(labels, y[8 * step : 8 * step + 8])
+    assert baseline.checkpoint.name == "model.ckpt-0"
+    assert baseline.final_checkpoint.name == "model.ckpt-4"
+    assert set(baseline.evaluation) == {"accuracy", "loss"}
+    assert baseline.random_ops == []  # the initialisers' ops are not listed
+    assert "4 steps of 8 examples" in baseline.summary()
+    stored = load_baseline(STORED)
+    assert baseline.found == stored.found and baseline.evaluation == pytest.approx(
+        stored.evaluation
+    )
+    for key in ("loss", "learning_rate", "gradient_norm"):
+        live, kept = ([step[key] for step in run.steps] for run in (baseline, stored))
+        np.testing.assert_allclose(live, kept, atol=1e-6, err_msg=key)
+
+
+@pytest.mark.tensorflow
+def test_map_and_compare_from_the_command_line(capsys, tmp_path):
+    """The stored toy baseline, its TF2 port and a port at another rate, in every lane."""
+    code, out, _ = run_cli(capsys, "map", "--baseline", str(STORED), "--model",
+                           "workbench_toy:build_model")  # fmt: skip
+    assert code == cli.DONE and "4 pairs matched, 0 unmatched, 0 ambiguous" in out
+    baseline = load_baseline(STORED)
+    for rate, expected in ((toy.RATE, cli.DONE), (0.12, cli.DIFFERENT)):
+        steps, weights = toy.train_tf2(baseline, rate)
+        (tmp_path / "run.json").write_text(json.dumps(steps))
+        np.savez(tmp_path / "weights.npz", **weights)
+        code, out, _ = run_cli(capsys, "compare", "--baseline", str(STORED), "--run",
+                               str(tmp_path / "run.json"), "--weights",
+                               str(tmp_path / "weights.npz"))  # fmt: skip
+        assert code == expected, out
+    assert "learning_rates: parts at step 0" in out
+    assert "- learning-rate schedule: the rate differs at step 0 (0.1 against 0.12)" in out
+
+
+@needs_estimator
+@pytest.mark.tensorflow
+def test_a_hand_written_update_and_dropout(tmp_path):
+    """No Apply op: the rate is the step-derived scalar the multiplications read (BERT's
+    optimizer); dropout's RandomUniform is listed with its seeds and shape."""
+    params = {"optimizer": "by_hand", "dropout": 0.25}
+    baseline = record_baseline(toy.model_fn, toy.input_fn, tmp_path / "b", batch_size=8,
+                               steps=3, params=params, seed=7)  # fmt: skip
+    assert baseline.found["learning_rate"] == "ExponentialDecay:0"
+    rates = [step["learning_rate"] for step in baseline.steps]
+    np.testing.assert_allclose(rates, [toy.RATE * toy.DECAY ** (s / 2) for s in range(3)], 1e-6)
+    [dropout] = baseline.random_ops
+    assert dropout["type"] == "RandomUniform" and dropout["shape"] == [8, 8]
+    assert dropout["seed"] == 7 and baseline.dropout_seeds() == [(7, dropout["seed2"])]
+
+
+@needs_estimator
+@pytest.mark.tensorflow
+@pytest.mark.parametrize("optimizer", ["momentum", "adam"])
+def test_the_rate_of_tf1_optimizers_is_found(tmp_path, optimizer):
+    baseline = record_baseline(toy.model_fn, toy.input_fn, tmp_path / "b", batch_size=8,
+                               steps=2, params={"optimizer": optimizer})  # fmt: skip
+    assert baseline.found["learning_rate"] == "ExponentialDecay:0"
+    assert [round(s["learning_rate"], 6) for s in baseline.steps] == [0.1, 0.070711]
+
+
+def leftovers(folder):
+    return sorted(path.name for path in folder.iterdir())
+
+
+@needs_estimator
+@pytest.mark.tensorflow
+@pytest.mark.parametrize(
+    ("params", "steps", "message"),
+    [
+        (
+            {"fail": True},
+            2,
+            "TF1 training stopped: ValueError: the model_fn refuses these features",
+        ),
+        ({"once": True, "examples": 20}, 3, "step 2's features/x has (4,) rows, not batch_size 8"),
+        ({"once": True, "examples": 16}, 3, "the input_fn gave 2 batches and steps=3"),
+    ],
+    ids=["model_fn raises", "a batch that does not divide", "too few batches"],
+)
+def test_a_failed_recording_writes_nothing(tmp_path, params, steps, message):
+    with pytest.raises(RecordError) as raised:
+        record_baseline(toy.model_fn, toy.input_fn, tmp_path / "b", batch_size=8, steps=steps,
+                        params=params)  # fmt: skip
+    assert message in str(raised.value) and "nothing was written" in str(raised.value)
+    assert leftovers(tmp_path) == []  # no baseline, no partial folder
+
+
+@needs_estimator
+@pytest.mark.tensorflow
+def test_a_folder_it_did_not_write_is_never_replaced(tmp_path):
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "notes.txt").write_text("mine")
+    with pytest.raises(RecordError, match="exists and is not a workbench baseline"):
+        record_baseline(toy.model_fn, toy.input_fn, tmp_path / "b", batch_size=8, steps=1,
+                        replace=True)  # fmt: skip
+    assert (tmp_path / "b" / "notes.txt").read_text() == "mine"
+    record_baseline(toy.model_fn, toy.input_fn, tmp_path / "c", batch_size=8, steps=1)
+    with pytest.raises(RecordError, match="already holds a baseline: pass replace=True"):
+        record_baseline(toy.model_fn, toy.input_fn, tmp_path / "c", batch_size=8, steps=1)
+    again = record_baseline(toy.model_fn, toy.input_fn, tmp_path / "c", batch_size=8, steps=2,
+                            replace=True)  # fmt: skip
+    assert len(again.steps) == 2 and leftovers(tmp_path) == ["b", "c"]
+
+
+@pytest.mark.skipif(LANE == "reference", reason="the reference lane has TPUEstimator")
+@pytest.mark.tensorflow
+def test_recording_without_tpu_estimator_says_where_to_record(tmp_path):
+    with pytest.raises(RecordError, match=r"record with TensorFlow 2\.15 and tensorflow-estimator"):
+        record_baseline(toy.model_fn, toy.input_fn, tmp_path / "b", batch_size=8, steps=1)
+    assert leftovers(tmp_path) == []
+
+
+def write_manifest(folder, **fields):
+    folder.mkdir()
+    (folder / MANIFEST).write_text(json.dumps(fields))
+    return folder
+
+
+def test_a_folder_that_is_not_a_baseline_of_this_version_is_refused(tmp_path):
+    with pytest.raises(RecordError, match=r"has no baseline\.json: it is not a workbench baseline"):
+        load_baseline(tmp_path)
+    other = write_manifest(tmp_path / "other", format="something else", version=1)
+    with pytest.raises(RecordError, match="is not a workbench baseline"):
+        load_baseline(other)
+    old = write_manifest(tmp_path / "old", format=FORMAT, version=0)
+    with pytest.raises(RecordError, match="version 0 of the baseline format and this workbench"):
+        load_baseline(old)
+
+
+def test_a_batch_that_does_not_divide_among_the_replicas(tmp_path):
+    baseline = load_baseline(
+        write_manifest(
+            tmp_path / "b", format=FORMAT, version=1, tensorflow="2.15.1", batch_size=12,
+            steps=[], found={}, random_ops=[], evaluation=None, checkpoint="model/model.ckpt-0",
+            final_checkpoint="model/model.ckpt-1",
+        )
+    )  # fmt: skip
+    assert per_replica_batch(baseline, 4) == 3
+    with pytest.raises(
+        RecordError, match="12 examples does not divide among 8 replicas: run on 1, 2, 4"
+    ):
+        per_replica_batch(baseline, 8)
+
+
+def test_the_command_line_usage_and_its_one_line_refusals(capsys):
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["--help"])
+    assert exited.value.code == 0 and "record" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["record", "--model-fn", "x:y"])
+    assert exited.value.code == cli.USAGE
+    capsys.readouterr()
+    code, _, err = run_cli(capsys, "map", "--baseline", str(ROOT), "--model", "no_such_module:f")
+    assert code == cli.REFUSED and err.count("\n") == 1 and "baseline.json" in err
+    code, _, err = run_cli(capsys, "record", "--model-fn", "model_fn", "--input-fn", "a:b",
+                           "--batch-size", "8", "--steps", "1", "--out", "x")  # fmt: skip
+    assert code == cli.REFUSED and err.count("\n") == 1 and "write it as module:function" in err

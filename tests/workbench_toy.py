@@ -1,0 +1,105 @@
+"""A TF1 model_fn and input_fn small enough to record in seconds, and its faithful TF2 port:
+what tests/test_workbench_record.py points the workbench at, as a reader points it at theirs.
+
+params: `optimizer` ("sgd", "momentum", "adam" or "by_hand": a hand-written update with no
+Apply op, as BERT's), `dropout` (a rate; 0 builds no dropout op), `fail` (model_fn raises),
+`examples` (the dataset's size; the training input repeats unless `once`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import tensorflow as tf
+
+tf1 = tf.compat.v1
+RATE, DECAY_STEPS, DECAY = 0.1, 2, 0.5
+
+
+def data(examples: int = 64) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(examples, 4)).astype(np.float32)
+    return x, (x.sum(axis=1, keepdims=True) > 0).astype(np.float32)
+
+
+def input_fn(params):
+    x, y = data(params.get("examples", 64))
+    dataset = tf.data.Dataset.from_tensor_slices(({"x": x}, y))
+    if not params.get("once"):
+        dataset = dataset.repeat()
+    return dataset.batch(params["batch_size"], drop_remainder=not params.get("once"))
+
+
+def by_hand(loss, rate, step):
+    """An update with no optimizer class: the rate reaches the weights through multiplications."""
+    variables = tf1.trainable_variables()
+    gradients = tf1.gradients(loss, variables)
+    updates = [v.assign_sub(rate * g) for v, g in zip(variables, gradients, strict=True)]
+    with tf1.control_dependencies(updates):
+        return step.assign_add(1)
+
+
+def model_fn(features, labels, mode, params):
+    if params.get("fail"):
+        raise ValueError("the model_fn refuses these features")
+    # An explicit TF1 initializer draws from the graph seed (RunConfig's tf_random_seed), so
+    # every recording starts alike; tf.layers' default one does not (notebook 01).
+    init = tf1.glorot_uniform_initializer()
+    hidden = tf1.layers.Dense(8, tf.nn.relu, kernel_initializer=init, name="hidden")(features["x"])
+    if mode == tf1.estimator.ModeKeys.TRAIN and params.get("dropout"):
+        hidden = tf1.nn.dropout(hidden, rate=params["dropout"])
+    logits = tf1.layers.Dense(1, kernel_initializer=init, name="logits")(hidden)
+    loss = tf1.losses.sigmoid_cross_entropy(labels, logits)
+    step = tf1.train.get_global_step()
+    rate = tf1.train.exponential_decay(RATE, step, DECAY_STEPS, DECAY)
+    kind = params.get("optimizer", "sgd")
+    if kind == "by_hand":
+        train_op = by_hand(loss, rate, step)
+    else:
+        optimizer = {
+            "sgd": tf1.train.GradientDescentOptimizer,
+            "momentum": lambda r: tf1.train.MomentumOptimizer(r, 0.9),
+            "adam": tf1.train.AdamOptimizer,
+        }[kind](rate)
+        train_op = optimizer.minimize(loss, global_step=step)
+
+    def metric_fn(labels, logits):
+        return {"accuracy": tf1.metrics.accuracy(labels, tf1.cast(logits > 0, tf1.float32))}
+
+    return tf1.estimator.tpu.TPUEstimatorSpec(
+        mode, loss=loss, train_op=train_op, eval_metrics=(metric_fn, [labels, logits])
+    )
+
+
+def build_model():
+    model = tf.keras.Sequential(
+        [tf.keras.layers.Dense(8, activation="relu"), tf.keras.layers.Dense(1)]
+    )
+    model.build((None, 4))
+    return model
+
+
+def train_tf2(baseline, rate: float = RATE) -> tuple[list[dict[str, float]], dict]:
+    """The port: start from model.ckpt-0, train on the baseline's batches with plain SGD."""
+    from workbench import map_checkpoint
+
+    model = build_model()
+    mapping = map_checkpoint(baseline.checkpoint, model)
+    mapping.assign()
+    schedule = tf.keras.optimizers.schedules.ExponentialDecay(rate, DECAY_STEPS, DECAY)
+    optimizer = tf.keras.optimizers.SGD(schedule)
+    loss_fn = tf.keras.losses.BinaryCrossentropy(from_logits=True)
+    steps = []
+    for number, (features, labels) in enumerate(baseline.batches()):
+        with tf.GradientTape() as tape:
+            loss = loss_fn(labels, model(features["x"]))
+        gradients = tape.gradient(loss, model.trainable_variables)
+        norm = tf.linalg.global_norm(gradients)
+        steps.append(
+            {
+                "loss": float(loss),
+                "learning_rate": float(schedule(number)),
+                "gradient_norm": float(norm),
+            }
+        )
+        optimizer.apply_gradients(zip(gradients, model.trainable_variables, strict=True))
+    return steps, mapping.tf2_values(weights_only=True)

@@ -1,0 +1,266 @@
+"""`python -m workbench record|map|compare`: the workbench's three steps from a shell.
+
+For a reader whose TF1 code lives in a repository: name functions as `module:function`
+(importable from the current folder, or from `--path`). Each command prints its report on
+stdout and its progress on stderr. Exit codes, for scripts:
+
+- 0: done (record: the baseline is written; map: every variable is accounted for; compare:
+  the runs agree within the tolerances);
+- 1: the input was refused, with one line on stderr saying what to change;
+- 2: the command line itself is wrong (argparse's usage message);
+- 3: map: some variable is unmatched or ambiguous (the report says which);
+- 4: compare: the runs part, and the one-ulp check (--nudged) did not show it to be
+  amplified rounding (the report gives the step, the worst element and the likely causes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from helpers.errors import FriendlyError
+
+DONE, REFUSED, USAGE, UNMAPPED, DIFFERENT = 0, 1, 2, 3, 4
+
+
+class CliError(FriendlyError, ValueError):
+    """A command-line value the workbench cannot use."""
+
+
+def load_function(spec: str, what: str) -> Callable[..., Any]:
+    """`module:function` (dots allowed in both parts) as the object it names."""
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute:
+        raise CliError(f"{what} {spec!r}: write it as module:function (my_model:model_fn)")
+    try:
+        found: Any = importlib.import_module(module_name)
+    except ImportError as error:
+        raise CliError(
+            f"{what} {spec!r}: {module_name} cannot be imported ({error}); run from the folder "
+            "that holds it or pass --path"
+        ) from None
+    for part in attribute.split("."):
+        if not hasattr(found, part):
+            raise CliError(f"{what} {spec!r}: {module_name} has no {attribute}")
+        found = getattr(found, part)
+    if not callable(found):
+        raise CliError(f"{what} {spec!r} is a {type(found).__name__}, not a function")
+    return found
+
+
+def _json_object(text: str, what: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise CliError(f"{what} is not JSON ({error}): write it as '{{\"key\": 1}}'") from None
+    if not isinstance(value, dict):
+        raise CliError(f"{what} is a JSON {type(value).__name__}: give an object, {{...}}")
+    return value
+
+
+def _pairs(items: Sequence[str], what: str) -> list[tuple[str, str]]:
+    pairs = []
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise CliError(f"{what} {item!r}: write it as LEFT=RIGHT")
+        pairs.append((key, value))
+    return pairs
+
+
+def _progress(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def record(args: argparse.Namespace) -> int:
+    from workbench.record import record_baseline
+
+    _quiet_tensorflow()
+    baseline = record_baseline(
+        load_function(args.model_fn, "--model-fn"),
+        load_function(args.input_fn, "--input-fn"),
+        args.out,
+        batch_size=args.batch_size,
+        steps=args.steps,
+        params=_json_object(args.params, "--params"),
+        eval_input_fn=load_function(args.eval_input_fn, "--eval-input-fn")
+        if args.eval_input_fn
+        else None,
+        eval_steps=args.eval_steps,
+        seed=args.seed,
+        tensors=dict(_pairs(args.tensor, "--tensor")),
+        replace=args.replace,
+        progress=_progress,
+    )
+    print(baseline.summary())
+    return DONE
+
+
+def _built(factory: Callable[[], Any]) -> tuple[Any, Any]:
+    """What --model returns: a built Keras model, or (model, optimizer)."""
+    made = factory()
+    if isinstance(made, tuple) and len(made) == 2:
+        return made
+    return made, getattr(made, "optimizer", None)
+
+
+def map_(args: argparse.Namespace) -> int:
+    from workbench.mapping import map_checkpoint
+    from workbench.record import load_baseline
+
+    _quiet_tensorflow()
+    baseline = load_baseline(args.baseline)
+    model, optimizer = _built(load_function(args.model, "--model"))
+    rules = [(pattern, None if to == "-" else to) for pattern, to in _pairs(args.rule, "--rule")]
+    checkpoint = baseline.final_checkpoint if args.final else baseline.checkpoint
+    mapping = map_checkpoint(checkpoint, model, rules=rules, optimizer=optimizer)
+    print(mapping.report())
+    return UNMAPPED if mapping.problems() else DONE
+
+
+def compare(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from workbench.compare import (
+        AMPLIFIED_ROUNDING,
+        IDENTICAL,
+        WITHIN,
+        amplified_rounding,
+        compare_runs,
+        likely_causes,
+    )
+    from workbench.record import load_baseline
+
+    baseline = load_baseline(args.baseline)
+    path = Path(args.run)
+    if not path.is_file():
+        raise CliError(f"--run {path}: no such file; write the TF2 run's per-step values there")
+    candidate: Any = json.loads(path.read_text())
+    names = None
+    if args.weights:
+        with np.load(args.weights) as stored:
+            weights = {name: stored[name] for name in stored.files}
+        if isinstance(candidate, list):
+            candidate = {"steps": candidate}
+        candidate = {**_stepwise(candidate), "weights": weights}
+        names = list(weights)
+    comparison = compare_runs(baseline.run(weight_names=names or []), candidate)
+    print(comparison.summary())
+    verdict, _ = comparison.verdict()
+    rounding = None
+    if args.nudged:
+        rounding = amplified_rounding(comparison, json.loads(Path(args.nudged).read_text()))
+        print(f"one-ulp check: {rounding.verdict}")
+    if verdict in (IDENTICAL, WITHIN) or (rounding and rounding.verdict == AMPLIFIED_ROUNDING):
+        return DONE
+    print("likely causes, most likely first:")
+    for cause in likely_causes(comparison, rounding):
+        print(f"- {cause.name}: {cause.why}")
+    return DIFFERENT
+
+
+def _stepwise(candidate: dict[str, Any]) -> dict[str, Any]:
+    from workbench.compare import as_run
+
+    run = as_run(candidate.get("steps", candidate), "--run")
+    return {key: list(values) for key, values in run.stepwise.items()}
+
+
+def _quiet_tensorflow() -> None:
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import tensorflow as tf
+
+    tf.get_logger().setLevel("ERROR")
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(
+        prog="python -m workbench",
+        description="Apply the migration method to your own TPUEstimator model: record its TF1 "
+        "baseline, map the baseline's checkpoint onto your Keras model, compare your TF2 run.",
+        epilog="Exit codes: 0 done, 1 input refused, 2 usage, 3 variables left unmapped, "
+        "4 the runs part (beyond rounding).",
+    )
+    top.add_argument("--path", default=".", help="folder to import your modules from (.)")
+    commands = top.add_subparsers(dest="command", required=True)
+
+    rec = commands.add_parser(
+        "record",
+        help="train model_fn with TPUEstimator(use_tpu=False) and write the baseline",
+        description="Needs TensorFlow 2.15 with tensorflow-estimator. Writes OUT/baseline.json, "
+        "OUT/batches.npz and OUT/checkpoints/ (model.ckpt-0 and the last checkpoint).",
+    )
+    rec.add_argument("--model-fn", required=True, help="module:function, your model_fn")
+    rec.add_argument("--input-fn", required=True, help="module:function, your training input_fn")
+    rec.add_argument("--batch-size", type=int, required=True, help="the global training batch")
+    rec.add_argument("--steps", type=int, required=True, help="training steps to record")
+    rec.add_argument("--out", required=True, help="a new folder for the baseline")
+    rec.add_argument("--params", default="{}", help="JSON object passed as params ({})")
+    rec.add_argument("--eval-input-fn", help="module:function; records evaluate()'s metrics")
+    rec.add_argument("--eval-steps", type=int, help="evaluation steps (all the data if unset)")
+    rec.add_argument("--seed", type=int, default=0, help="RunConfig's tf_random_seed (0)")
+    rec.add_argument(
+        "--tensor",
+        action="append",
+        default=[],
+        metavar="QUANTITY=TENSOR",
+        help="name a tensor the graph search misses (learning_rate=my_rate:0); repeatable",
+    )
+    rec.add_argument("--replace", action="store_true", help="record again over a baseline")
+    rec.set_defaults(handler=record)
+
+    mapper = commands.add_parser(
+        "map",
+        help="match the baseline's checkpoint to your Keras model and report every variable",
+        description="--model names a function that returns your built Keras model (compiled, "
+        "with its optimizer built) or (model, optimizer). Nothing is assigned.",
+    )
+    mapper.add_argument("--baseline", required=True, help="a folder `record` wrote")
+    mapper.add_argument("--model", required=True, help="module:function returning the model")
+    mapper.add_argument(
+        "--rule",
+        action="append",
+        default=[],
+        metavar="PATTERN=REPLACEMENT",
+        help="a name rule (re.sub on TF1 names; a replacement of - leaves it out); repeatable",
+    )
+    mapper.add_argument(
+        "--final", action="store_true", help="map the last checkpoint, not model.ckpt-0"
+    )
+    mapper.set_defaults(handler=map_)
+
+    comparer = commands.add_parser(
+        "compare",
+        help="compare your TF2 run with the baseline, step by step, with a verdict",
+        description="--run: JSON, a list of per-step objects (loss, learning_rate, "
+        "gradient_norm) or an object of lists. --weights: .npz of the final weights by TF1 "
+        "name (mapping.tf2_values(weights_only=True)).",
+    )
+    comparer.add_argument("--baseline", required=True, help="a folder `record` wrote")
+    comparer.add_argument("--run", required=True, help="the TF2 run's per-step values (JSON)")
+    comparer.add_argument("--weights", help="the TF2 run's final weights by TF1 name (.npz)")
+    comparer.add_argument(
+        "--nudged", help="the same TF2 run from a start moved by one ulp (JSON): the rounding check"
+    )
+    comparer.set_defaults(handler=compare)
+    return top
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    sys.path.insert(0, str(Path(args.path).resolve()))
+    try:
+        return args.handler(args)
+    except FriendlyError as error:
+        print(f"{type(error).__name__}: {error}", file=sys.stderr)
+        return REFUSED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

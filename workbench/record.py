@@ -1,0 +1,547 @@
+"""Record a TF1 baseline: the run every later step of a migration is compared with.
+
+`record_baseline` trains the reader's own `model_fn` and `input_fn` with
+`TPUEstimator(use_tpu=False)` on the CPU, one step per session call, and writes what a TF2 run
+is compared with into one directory (`FORMAT`, described in `Baseline`):
+
+- each step's loss, learning rate and global gradient norm (before clipping), found in the
+  graph, so the `model_fn` needs no `host_call` (notebook 15 shows the method);
+- the batches each step trained on, so the TF2 side trains on the same examples in the same
+  order;
+- `model.ckpt-0` (the weights and optimizer slots before the first update: start TF2 from it)
+  and the last checkpoint (what the TF2 run's final weights are compared with);
+- the seeds and shapes of the graph's random ops (dropout's `RandomUniform`), and the
+  evaluation metrics when an `eval_input_fn` is given.
+
+The baseline comes from a CPU because a current TPU cannot run `TPUEstimator`'s TensorFlow:
+recording needs TensorFlow 2.15 with `tensorflow-estimator` (the reference lane). A baseline
+recorded once is read anywhere with `load_baseline`, which needs no TensorFlow 1 API.
+
+Nothing is lost or overwritten: the run is written into a new folder beside `out_dir` and
+renamed to it only when complete, and an `out_dir` that exists is refused unless it is a
+baseline this module wrote and `replace=True`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from helpers.errors import FriendlyError
+
+FORMAT = "tpu-migration-workbench baseline"
+VERSION = 1
+MANIFEST = "baseline.json"
+BATCHES = "batches.npz"
+MODEL_DIR = "estimator"  # TPUEstimator's model_dir while recording; removed afterwards
+CHECKPOINTS = "checkpoints"
+# The per-step quantities, by the names workbench.compare reads.
+QUANTITIES = ("loss", "learning_rate", "gradient_norm")
+# Stateful random ops whose seeds fix a TF1 run's draws (dropout is RandomUniform). Ops under
+# a variable's `Initializer` scope only initialise it: model.ckpt-0 holds what they drew.
+RANDOM_OPS = {"RandomUniform", "RandomStandardNormal", "TruncatedNormal", "RandomUniformInt"}
+# The input of an optimizer's Apply op that is its learning rate (TF1's training ops).
+RATE_INPUTS = {"lr", "alpha"}
+
+
+class RecordError(FriendlyError, ValueError):
+    """The baseline cannot be recorded or read as asked; the message says what to change."""
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """A recorded TF1 run, read from its directory.
+
+    The directory holds `baseline.json` (this object's fields, paths relative to it),
+    `batches.npz` (`features` or `features/NAME`, and `labels` or `labels/NAME`, each stacked
+    over the steps: `[steps, batch, ...]`) and `checkpoints/` (`model.ckpt-0` and the last
+    checkpoint, as TPUEstimator wrote them, without the graph; the model_dir is not kept).
+    `baseline.json` also holds the `seed` and the Python it was `recorded_with`.
+    """
+
+    directory: Path
+    tensorflow: str
+    batch_size: int
+    steps: list[dict[str, float]]
+    found: dict[str, str | None]
+    random_ops: list[dict[str, Any]]
+    evaluation: dict[str, float] | None
+    checkpoint: Path
+    final_checkpoint: Path
+
+    def batches(self) -> list[tuple[Any, Any]]:
+        """The `(features, labels)` of each step, as the `input_fn` gave them."""
+        with np.load(self.directory / BATCHES) as stored:
+            arrays = {key: stored[key] for key in stored.files}
+        parts = [_unflatten(arrays, part) for part in ("features", "labels")]
+        return [tuple(_select(part, step) for part in parts) for step in range(len(self.steps))]
+
+    def run(self, weight_names: list[str] | None = None) -> dict[str, Any]:
+        """The run as `workbench.compare_runs` reads it: per-step lists and final weights
+        (all of the last checkpoint's variables, or `weight_names`)."""
+        from workbench.compare import PER_STEP_KEYS
+        from workbench.mapping import read_checkpoint
+
+        logged = [
+            key for key in QUANTITIES if all(step.get(key) is not None for step in self.steps)
+        ]
+        run: dict[str, Any] = {
+            PER_STEP_KEYS[key]: [step[key] for step in self.steps] for key in logged
+        }
+        run["weights"] = read_checkpoint(self.final_checkpoint, weight_names)
+        return run
+
+    def dropout_seeds(self) -> list[tuple[int, int]]:
+        """`(seed, seed2)` of each RandomUniform op, in creation order (notebook 15's
+        `TF1Dropout` takes them)."""
+        return [
+            (op["seed"], op["seed2"]) for op in self.random_ops if op["type"] == "RandomUniform"
+        ]
+
+    def summary(self) -> str:
+        """A few lines: what was recorded, from which TensorFlow, and what was not found."""
+        losses = [step["loss"] for step in self.steps]
+        lines = [
+            f"baseline {self.directory} (TensorFlow {self.tensorflow}): {len(self.steps)} steps "
+            f"of {self.batch_size} examples, loss {losses[0]:.6g} -> {losses[-1]:.6g}",
+            "found in the graph: "
+            + ", ".join(f"{key} = {name or 'not found'}" for key, name in self.found.items()),
+            f"random ops: {len(self.random_ops)}"
+            + (
+                f" ({', '.join(sorted({op['type'] for op in self.random_ops}))})"
+                if self.random_ops
+                else ""
+            ),
+            f"checkpoints: {self.checkpoint.name} (start TF2 from it), "
+            f"{self.final_checkpoint.name}",
+        ]
+        if self.evaluation:
+            lines.append(
+                "evaluation: " + ", ".join(f"{k} {v:.6g}" for k, v in self.evaluation.items())
+            )
+        return "\n".join(lines)
+
+
+def _flatten(part: str, value: Any) -> dict[str, np.ndarray]:
+    if value is None:
+        return {}
+    if isinstance(value, Mapping):
+        return {f"{part}/{name}": np.asarray(v) for name, v in value.items()}
+    return {part: np.asarray(value)}
+
+
+def _unflatten(arrays: dict[str, np.ndarray], part: str) -> Any:
+    if part in arrays:
+        return arrays[part]
+    named = {k.split("/", 1)[1]: v for k, v in arrays.items() if k.startswith(f"{part}/")}
+    return named or None
+
+
+def _select(part: Any, step: int) -> Any:
+    if part is None:
+        return None
+    if isinstance(part, dict):
+        return {name: values[step] for name, values in part.items()}
+    return part[step]
+
+
+def load_baseline(directory: str | Path) -> Baseline:
+    """Read a baseline that `record_baseline` wrote; refuse anything else in one line."""
+    directory = Path(directory)
+    manifest = directory / MANIFEST
+    if not manifest.is_file():
+        raise RecordError(
+            f"{directory} has no {MANIFEST}: it is not a workbench baseline; record one with "
+            "workbench.record_baseline (or `python -m workbench record`)"
+        )
+    try:
+        data = json.loads(manifest.read_text())
+    except json.JSONDecodeError as error:
+        raise RecordError(
+            f"{manifest} is not valid JSON ({error}): record the baseline again"
+        ) from None
+    if data.get("format") != FORMAT:
+        raise RecordError(f"{manifest} is not a workbench baseline (format {data.get('format')!r})")
+    if data.get("version") != VERSION:
+        raise RecordError(
+            f"{manifest} is version {data.get('version')} of the baseline format and this "
+            f"workbench reads version {VERSION}: record the baseline again with this workbench"
+        )
+    return Baseline(
+        directory=directory,
+        tensorflow=data["tensorflow"],
+        batch_size=data["batch_size"],
+        steps=data["steps"],
+        found=data["found"],
+        random_ops=data["random_ops"],
+        evaluation=data["evaluation"],
+        checkpoint=directory / data["checkpoint"],
+        final_checkpoint=directory / data["final_checkpoint"],
+    )
+
+
+def per_replica_batch(baseline: Baseline, replicas: int) -> int:
+    """Each replica's share of the baseline's batch; refuses a batch that does not divide."""
+    if replicas < 1 or baseline.batch_size % replicas:
+        fits = [n for n in (1, 2, 4, 8, 16, 32) if baseline.batch_size % n == 0]
+        raise RecordError(
+            f"the baseline's batch of {baseline.batch_size} examples does not divide among "
+            f"{replicas} replicas: run on {', '.join(map(str, fits))} replicas, or record the "
+            "baseline with a batch that the replica count divides"
+        )
+    return baseline.batch_size // replicas
+
+
+# The graph: where a model_fn's loss, learning rate and gradient norm are.
+
+
+def runs_after(op: Any, other: Any) -> bool:
+    """Whether `op` depends on `other`, by data or by a control dependency."""
+    stack, seen = [op], set()
+    while stack:
+        current = stack.pop()
+        if current is other:
+            return True
+        if current.name not in seen:
+            seen.add(current.name)
+            stack += [t.op for t in current.inputs] + list(current.control_inputs)
+    return False
+
+
+def _through_casts(tensor: Any) -> Any:
+    while tensor.op.type in ("Cast", "Identity") and tensor.op.inputs:
+        tensor = tensor.op.inputs[0]
+    return tensor
+
+
+def learning_rate_in(graph: Any) -> Any | None:
+    """The learning rate: the one tensor that TF1's Apply ops read as `lr` (or `alpha`), else
+    (a hand-written optimizer, as BERT's) the float scalar computed from global_step that the
+    most multiplications read; None when neither is there."""
+    rates = set()
+    for op in graph.get_operations():
+        if "Apply" in op.type:
+            names = [arg.name for arg in op.op_def.input_arg]
+            rates |= {_through_casts(op.inputs[i]) for i, n in enumerate(names) if n in RATE_INPUTS}
+    if len(rates) == 1:
+        return rates.pop()
+    steps = [op for op in graph.get_operations() if op.name == "global_step"]
+    if rates or not steps:
+        return None
+    reads: dict[Any, int] = {}
+    for op in graph.get_operations():
+        for tensor in op.inputs if op.type == "Mul" else ():
+            if tensor.shape.rank == 0 and tensor.dtype.is_floating and tensor.op.type != "Const":
+                reads[tensor] = reads.get(tensor, 0) + 1
+    from_step = [tensor for tensor in reads if runs_after(tensor.op, steps[0])]
+    return max(from_step, key=reads.get) if from_step else None
+
+
+def gradient_norm_in(graph: Any) -> Any | None:
+    """The global norm that `clip_by_global_norm` computes (before it clips), if it is there."""
+    norms = [
+        op for op in graph.get_operations() if op.type == "Sqrt" and op.name.endswith("global_norm")
+    ]
+    return norms[0].outputs[0] if norms else None
+
+
+def random_ops_in(graph: Any) -> list[dict[str, Any]]:
+    """Name, type, seeds and shape of each stateful random op outside variable initialisers."""
+    found = []
+    for op in graph.get_operations():
+        if op.type in RANDOM_OPS and "/Initializer/" not in op.name:
+            shape = op.outputs[0].shape
+            found.append(
+                {
+                    "name": op.name,
+                    "type": op.type,
+                    "seed": op.get_attr("seed"),
+                    "seed2": op.get_attr("seed2"),
+                    "shape": shape.as_list() if shape.rank is not None else None,
+                }
+            )
+    return found
+
+
+# Recording.
+
+
+def _tf1() -> Any:
+    """TensorFlow's v1 API with TPUEstimator, or one line saying where to record instead."""
+    import tensorflow as tf
+
+    tf1 = tf.compat.v1
+    if not hasattr(tf1, "estimator") or not hasattr(tf1.estimator, "tpu"):
+        raise RecordError(
+            f"recording needs TPUEstimator, which TensorFlow {tf.__version__} does not have: "
+            "record with TensorFlow 2.15 and tensorflow-estimator (the reference lane, "
+            "`.venv/bin/python -m workbench record ...`), then read the baseline here"
+        )
+    return tf1
+
+
+class _Capture:
+    """Wraps the reader's model_fn: keeps the training graph's inputs and loss for the hook."""
+
+    def __init__(self, model_fn: Callable[..., Any], train_mode: str) -> None:
+        self.model_fn, self.train_mode = model_fn, train_mode
+        self.accepts = set(inspect.signature(model_fn).parameters)
+        self.features = self.labels = self.loss = None
+
+    def __call__(self, features, labels, mode, params, config):
+        given = {"labels": labels, "mode": mode, "params": params, "config": config}
+        spec = self.model_fn(features, **{k: v for k, v in given.items() if k in self.accepts})
+        if mode == self.train_mode:
+            self.features, self.labels, self.loss = features, labels, spec.loss
+        return spec
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0] if text else ''}"
+
+
+def _make_hook(tf1: Any, capture: _Capture, overrides: Mapping[str, str], steps: int, progress):
+    class RecordSteps(tf1.train.SessionRunHook):
+        """Fetches the step's quantities and batch in the same session call as the step."""
+
+        def __init__(self) -> None:
+            self.steps: list[dict[str, float | None]] = []
+            self.batches: list[dict[str, np.ndarray]] = []
+            self.found: dict[str, str | None] = {}
+            self.random_ops: list[dict[str, Any]] = []
+            self.last_print = 0.0
+
+        def begin(self) -> None:
+            graph = tf1.get_default_graph()
+            self.random_ops = random_ops_in(graph)  # before this hook adds ops of its own
+            tensors = {
+                "loss": capture.loss,
+                "learning_rate": learning_rate_in(graph),
+                "gradient_norm": gradient_norm_in(graph),
+            }
+            for key, name in overrides.items():
+                tensors[key] = graph.get_tensor_by_name(name)
+            if tensors["gradient_norm"] is None:  # no clip: the norm of the loss's gradient
+                variables = tf1.trainable_variables()
+                gradients = tf1.gradients(capture.loss, variables, name="workbench_gradients")
+                kept = [g for g in gradients if g is not None]
+                tensors["gradient_norm"] = tf1.linalg.global_norm(kept, name="workbench_norm")
+            self.fetches = {key: t for key, t in tensors.items() if t is not None}
+            self.found = {key: (t.name if t is not None else None) for key, t in tensors.items()}
+            self.fetches["features"], self.fetches["labels"] = capture.features, capture.labels
+
+        def before_run(self, run_context):
+            return tf1.train.SessionRunArgs(
+                {k: v for k, v in self.fetches.items() if v is not None}
+            )
+
+        def after_run(self, run_context, run_values) -> None:
+            values = dict(run_values.results)
+            batch = {
+                **_flatten("features", values.pop("features")),
+                **_flatten("labels", values.pop("labels", None)),
+            }
+            self.batches.append(batch)
+            self.steps.append(
+                {key: float(values[key]) if key in values else None for key in QUANTITIES}
+            )
+            now = time.monotonic()
+            if progress and (now - self.last_print >= 1.0 or len(self.steps) == steps):
+                self.last_print = now
+                progress(f"step {len(self.steps)}/{steps}: loss {self.steps[-1]['loss']:.6g}")
+
+    return RecordSteps()
+
+
+def _guard(out_dir: Path, replace: bool) -> None:
+    """Refuse an out_dir that exists, unless it is a baseline of ours and replace is asked."""
+    if not out_dir.exists():
+        return
+    ours = (out_dir / MANIFEST).is_file() and FORMAT in (out_dir / MANIFEST).read_text()
+    if not ours and (not out_dir.is_dir() or any(out_dir.iterdir())):
+        raise RecordError(
+            f"{out_dir} exists and is not a workbench baseline: choose a new out_dir (nothing "
+            "was written; the workbench never overwrites what it did not create)"
+        )
+    if ours and not replace:
+        raise RecordError(
+            f"{out_dir} already holds a baseline: pass replace=True (--replace) to record it "
+            "again, or choose a new out_dir"
+        )
+
+
+def record_baseline(
+    model_fn: Callable[..., Any],
+    input_fn: Callable[..., Any],
+    out_dir: str | Path,
+    *,
+    batch_size: int,
+    steps: int,
+    params: Mapping[str, Any] | None = None,
+    eval_input_fn: Callable[..., Any] | None = None,
+    eval_steps: int | None = None,
+    seed: int = 0,
+    tensors: Mapping[str, str] | None = None,
+    replace: bool = False,
+    progress: Callable[[str], None] | None = None,
+) -> Baseline:
+    """Train `model_fn` for `steps` steps with TPUEstimator(use_tpu=False) and record it.
+
+    `batch_size` is TPUEstimator's `train_batch_size` (and `eval_batch_size`): the global
+    batch, which the input_fn receives as `params["batch_size"]`. `seed` is the RunConfig's
+    `tf_random_seed`: with it, dropout and TF1's own initialisers draw the same numbers in
+    every recording (a `tf.layers` layer's default initializer draws from Keras' random state
+    instead, notebook 01; the TF2 side starts from model.ckpt-0 either way). `tensors` names
+    a tensor by hand where the graph search finds another (`{"learning_rate": "my_rate:0"}`;
+    the search's choices are in `Baseline.found`).
+    `progress`, when given, receives a line at most every second (the CLI prints them).
+    """
+    tf1 = _tf1()
+    out_dir = Path(out_dir)
+    if steps < 1 or batch_size < 1:
+        raise RecordError(f"steps={steps}, batch_size={batch_size}: both must be at least 1")
+    unknown = sorted(set(tensors or {}) - set(QUANTITIES))
+    if unknown:
+        raise RecordError(f"tensors: {unknown[0]!r} is not one of {', '.join(QUANTITIES)}")
+    _guard(out_dir, replace)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    partial = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.partial-", dir=out_dir.parent))
+    try:
+        _record(
+            tf1,
+            model_fn,
+            input_fn,
+            partial,
+            batch_size,
+            steps,
+            params,
+            eval_input_fn,
+            eval_steps,
+            seed,
+            dict(tensors or {}),
+            progress,
+        )
+        if out_dir.exists():  # a baseline of ours, replace=True (checked by _guard)
+            shutil.rmtree(out_dir)
+        partial.rename(out_dir)
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
+    return load_baseline(out_dir)
+
+
+def _keep_checkpoints(directory: Path, steps: tuple[int, ...]) -> list[str]:
+    """Copy the checkpoints of these steps (their variables, not the graph) out of the
+    estimator's model_dir, then remove it: the baseline stays a few files."""
+    kept = []
+    (directory / CHECKPOINTS).mkdir()
+    for step in steps:
+        files = [
+            path
+            for path in (directory / MODEL_DIR).glob(f"model.ckpt-{step}.*")
+            if path.suffix != ".meta"
+        ]
+        if not any(path.suffix == ".index" for path in files):
+            raise RecordError(
+                f"TPUEstimator wrote no model.ckpt-{step}: the run did not train as asked "
+                "(nothing was written)"
+            )
+        for path in files:
+            shutil.copy2(path, directory / CHECKPOINTS / path.name)
+        kept.append(f"{CHECKPOINTS}/model.ckpt-{step}")
+    shutil.rmtree(directory / MODEL_DIR)
+    return kept
+
+
+def _record(
+    tf1,
+    model_fn,
+    input_fn,
+    directory,
+    batch_size,
+    steps,
+    params,
+    eval_input_fn,
+    eval_steps,
+    seed,
+    overrides,
+    progress,
+) -> None:
+    import tensorflow as tf
+
+    capture = _Capture(model_fn, tf1.estimator.ModeKeys.TRAIN)
+    config = tf1.estimator.tpu.RunConfig(
+        model_dir=str(directory / MODEL_DIR),
+        tf_random_seed=seed,
+        save_checkpoints_steps=steps,
+        tpu_config=tf1.estimator.tpu.TPUConfig(iterations_per_loop=1),
+    )
+    estimator = tf1.estimator.tpu.TPUEstimator(
+        model_fn=capture,
+        config=config,
+        params=dict(params or {}),
+        use_tpu=False,
+        train_batch_size=batch_size,
+        eval_batch_size=batch_size,
+    )
+    hook = _make_hook(tf1, capture, overrides, steps, progress)
+    if progress:
+        progress(f"recording {steps} steps of {batch_size} examples into {directory}")
+    try:
+        estimator.train(input_fn, max_steps=steps, hooks=[hook])
+    except Exception as error:
+        raise RecordError(
+            f"TF1 training stopped: {_first_line(error)} (nothing was written)"
+        ) from error
+    if len(hook.steps) != steps:
+        raise RecordError(
+            f"the input_fn gave {len(hook.steps)} batches and steps={steps}: repeat the dataset "
+            "or record fewer steps (nothing was written)"
+        )
+    for number, batch in enumerate(hook.batches):
+        for key, values in batch.items():
+            if values.ndim == 0 or values.shape[0] != batch_size:
+                raise RecordError(
+                    f"step {number}'s {key} has {values.shape[:1] or 'no'} rows, not batch_size "
+                    f"{batch_size}: batch with drop_remainder=True (nothing was written)"
+                )
+    evaluation = None
+    if eval_input_fn is not None:
+        try:
+            metrics = estimator.evaluate(eval_input_fn, steps=eval_steps)
+        except Exception as error:
+            raise RecordError(
+                f"TF1 evaluation stopped: {_first_line(error)} (nothing was written)"
+            ) from error
+        evaluation = {k: float(v) for k, v in metrics.items() if k != "global_step"}
+    np.savez(
+        directory / BATCHES, **{k: np.stack([b[k] for b in hook.batches]) for k in hook.batches[0]}
+    )
+    kept = _keep_checkpoints(directory, (0, steps))
+    manifest = {
+        "format": FORMAT,
+        "version": VERSION,
+        "tensorflow": tf.__version__,
+        "batch_size": batch_size,
+        "seed": seed,
+        "steps": hook.steps,
+        "found": hook.found,
+        "random_ops": hook.random_ops,
+        "evaluation": evaluation,
+        "checkpoint": kept[0],
+        "final_checkpoint": kept[1],
+        "recorded_with": f"Python {sys.version.split()[0]}",
+    }
+    (directory / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
+    if progress:
+        progress("recorded")
