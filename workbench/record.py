@@ -418,20 +418,11 @@ def record_baseline(
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     partial = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.partial-", dir=out_dir.parent))
     try:
-        _record(
-            tf1,
-            model_fn,
-            input_fn,
-            partial,
-            batch_size,
-            steps,
-            params,
-            eval_input_fn,
-            eval_steps,
-            seed,
-            dict(tensors or {}),
-            progress,
-        )
+        request = _Request(
+            model_fn, input_fn, batch_size, steps, dict(params or {}), eval_input_fn,
+            eval_steps, seed, dict(tensors or {}), progress,
+        )  # fmt: skip
+        _record(tf1, request, partial)
         if out_dir.exists():  # a baseline of ours, replace=True (checked by _guard)
             shutil.rmtree(out_dir)
         partial.rename(out_dir)
@@ -463,77 +454,62 @@ def _keep_checkpoints(directory: Path, steps: tuple[int, ...]) -> list[str]:
     return kept
 
 
-def _record(
-    tf1,
-    model_fn,
-    input_fn,
-    directory,
-    batch_size,
-    steps,
-    params,
-    eval_input_fn,
-    eval_steps,
-    seed,
-    overrides,
-    progress,
-) -> None:
+@dataclass(frozen=True)
+class _Request:
+    """record_baseline's arguments, checked."""
+
+    model_fn: Callable[..., Any]
+    input_fn: Callable[..., Any]
+    batch_size: int
+    steps: int
+    params: dict[str, Any]
+    eval_input_fn: Callable[..., Any] | None
+    eval_steps: int | None
+    seed: int
+    overrides: dict[str, str]
+    progress: Callable[[str], None] | None
+
+
+def _record(tf1: Any, r: _Request, directory: Path) -> None:
     import tensorflow as tf
 
-    capture = _Capture(model_fn, tf1.estimator.ModeKeys.TRAIN)
+    capture = _Capture(r.model_fn, tf1.estimator.ModeKeys.TRAIN)
     config = tf1.estimator.tpu.RunConfig(
         model_dir=str(directory / MODEL_DIR),
-        tf_random_seed=seed,
-        save_checkpoints_steps=steps,
+        tf_random_seed=r.seed,
+        save_checkpoints_steps=r.steps,
         tpu_config=tf1.estimator.tpu.TPUConfig(iterations_per_loop=1),
     )
     estimator = tf1.estimator.tpu.TPUEstimator(
         model_fn=capture,
         config=config,
-        params=dict(params or {}),
+        params=r.params,
         use_tpu=False,
-        train_batch_size=batch_size,
-        eval_batch_size=batch_size,
+        train_batch_size=r.batch_size,
+        eval_batch_size=r.batch_size,
     )
-    hook = _make_hook(tf1, capture, overrides, steps, progress)
-    if progress:
-        progress(f"recording {steps} steps of {batch_size} examples into {directory}")
-    try:
-        estimator.train(input_fn, max_steps=steps, hooks=[hook])
-    except Exception as error:
-        raise RecordError(
-            f"TF1 training stopped: {_first_line(error)} (nothing was written)"
-        ) from error
-    if len(hook.steps) != steps:
-        raise RecordError(
-            f"the input_fn gave {len(hook.steps)} batches and steps={steps}: repeat the dataset "
-            "or record fewer steps (nothing was written)"
-        )
-    for number, batch in enumerate(hook.batches):
-        for key, values in batch.items():
-            if values.ndim == 0 or values.shape[0] != batch_size:
-                raise RecordError(
-                    f"step {number}'s {key} has {values.shape[:1] or 'no'} rows, not batch_size "
-                    f"{batch_size}: batch with drop_remainder=True (nothing was written)"
-                )
+    hook = _make_hook(tf1, capture, r.overrides, r.steps, r.progress)
+    if r.progress:
+        r.progress(f"recording {r.steps} steps of {r.batch_size} examples into {directory}")
+    _stopped_or_run(
+        "training", lambda: estimator.train(r.input_fn, max_steps=r.steps, hooks=[hook])
+    )
+    _check_batches(hook, r)
     evaluation = None
-    if eval_input_fn is not None:
-        try:
-            metrics = estimator.evaluate(eval_input_fn, steps=eval_steps)
-        except Exception as error:
-            raise RecordError(
-                f"TF1 evaluation stopped: {_first_line(error)} (nothing was written)"
-            ) from error
+    if r.eval_input_fn is not None:
+        metrics = _stopped_or_run(
+            "evaluation", lambda: estimator.evaluate(r.eval_input_fn, steps=r.eval_steps)
+        )
         evaluation = {k: float(v) for k, v in metrics.items() if k != "global_step"}
-    np.savez(
-        directory / BATCHES, **{k: np.stack([b[k] for b in hook.batches]) for k in hook.batches[0]}
-    )
-    kept = _keep_checkpoints(directory, (0, steps))
+    stacked = {k: np.stack([b[k] for b in hook.batches]) for k in hook.batches[0]}
+    np.savez(directory / BATCHES, **stacked)
+    kept = _keep_checkpoints(directory, (0, r.steps))
     manifest = {
         "format": FORMAT,
         "version": VERSION,
         "tensorflow": tf.__version__,
-        "batch_size": batch_size,
-        "seed": seed,
+        "batch_size": r.batch_size,
+        "seed": r.seed,
         "steps": hook.steps,
         "found": hook.found,
         "random_ops": hook.random_ops,
@@ -543,5 +519,31 @@ def _record(
         "recorded_with": f"Python {sys.version.split()[0]}",
     }
     (directory / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
-    if progress:
-        progress("recorded")
+    if r.progress:
+        r.progress("recorded")
+
+
+def _stopped_or_run(what: str, work: Callable[[], Any]) -> Any:
+    """Run TPUEstimator's train or evaluate; anything it raises becomes one line."""
+    try:
+        return work()
+    except Exception as error:
+        raise RecordError(
+            f"TF1 {what} stopped: {_first_line(error)} (nothing was written)"
+        ) from error
+
+
+def _check_batches(hook: Any, r: _Request) -> None:
+    """Every step ran, on a whole batch: what the TF2 side is fed and split by replica."""
+    if len(hook.steps) != r.steps:
+        raise RecordError(
+            f"the input_fn gave {len(hook.steps)} batches and steps={r.steps}: repeat the "
+            "dataset or record fewer steps (nothing was written)"
+        )
+    for number, batch in enumerate(hook.batches):
+        for key, values in batch.items():
+            if values.ndim == 0 or values.shape[0] != r.batch_size:
+                raise RecordError(
+                    f"step {number}'s {key} has {values.shape[:1] or 'no'} rows, not batch_size "
+                    f"{r.batch_size}: batch with drop_remainder=True (nothing was written)"
+                )
