@@ -182,6 +182,22 @@ def test_clipping_only_after_a_step_whose_norm_is_the_largest_yet():
     assert "global-norm clipping" not in causes and "data order" in causes
 
 
+def test_a_known_clip_norm_names_clipping_where_the_clip_acted_before_the_parting():
+    """With Adam a clip can act at step 0 and show only at step 2 (its first update does not
+    depend on the gradient's scale): the largest-norm guess misses that, clip_norm does not."""
+    norms = np.linspace(2.0, 1.0, STEPS)  # falling: no step's norm is the largest yet
+    clipped = {**run(norms=norms), "clip_norm": 1.95}  # acted at step 0 only
+    assert "global-norm clipping" not in names(
+        likely_causes(compare_runs(run(norms=norms), run(parting_at(2), norms=norms)))
+    )
+    causes = likely_causes(compare_runs(clipped, run(parting_at(2), norms=norms)))
+    clipping = next(cause for cause in causes if cause.name == "global-norm clipping")
+    assert "(step 0: global norm above clip_norm 1.95)" in clipping.why
+    never = {**run(norms=norms), "clip_norm": 5.0}
+    causes = names(likely_causes(compare_runs(never, run(parting_at(2), norms=norms))))
+    assert "global-norm clipping" not in causes and "data order" in causes
+
+
 def test_momentum_rule_only_after_the_rate_changed():
     rates = np.full(STEPS, 0.1)
     rates[4:] = 0.05
@@ -258,6 +274,11 @@ def test_per_step_dicts_and_a_missing_quantity():
             run(LOSSES[:10], np.full(10, 0.1), np.ones(10)),
             {},
             "the baseline has 12 steps, the candidate 10",
+        ),
+        (
+            run(LOSSES[3::4], np.full(3, 0.1), np.ones(3)),
+            {},
+            "logged 3 values for the baseline's 12 steps: one per function call of 4 steps",
         ),
         (
             run(weights={"dense/kernel": WEIGHTS["dense/kernel"]}),

@@ -75,6 +75,7 @@ def test_a_recorded_baseline_holds_the_steps_batches_checkpoints_and_evaluation(
     assert baseline.final_checkpoint.name == "model.ckpt-4"
     assert set(baseline.evaluation) == {"accuracy", "loss"}
     assert baseline.random_ops == []  # the initialisers' ops are not listed
+    assert baseline.clip_norm is None  # no clip_by_global_norm
     assert "4 steps of 8 examples" in baseline.summary()
     stored = load_baseline(STORED)
     assert baseline.found == stored.found and baseline.evaluation == pytest.approx(
@@ -123,11 +124,17 @@ def test_a_hand_written_update_and_dropout(tmp_path):
 @needs_estimator
 @pytest.mark.tensorflow
 @pytest.mark.parametrize("optimizer", ["momentum", "adam"])
-def test_the_rate_of_tf1_optimizers_is_found(tmp_path, optimizer):
+def test_the_rate_of_tf1_optimizers_is_found_and_the_clip_beside_the_norm(tmp_path, optimizer):
+    params = {"optimizer": optimizer, "clip": 0.3}
     baseline = record_baseline(toy.model_fn, toy.input_fn, tmp_path / "b", batch_size=8,
-                               steps=2, params={"optimizer": optimizer})  # fmt: skip
+                               steps=2, params=params)  # fmt: skip
     assert baseline.found["learning_rate"] == "ExponentialDecay:0"
     assert [round(s["learning_rate"], 6) for s in baseline.steps] == [0.1, 0.070711]
+    assert baseline.found["gradient_norm"] == "global_norm/global_norm:0"  # the clip's own
+    assert (
+        baseline.clip_norm == pytest.approx(0.3)
+        and baseline.run([])["clip_norm"] == baseline.clip_norm
+    )
 
 
 def leftovers(folder):
@@ -203,7 +210,8 @@ def test_a_batch_that_does_not_divide_among_the_replicas(tmp_path):
     baseline = load_baseline(
         write_manifest(
             tmp_path / "b", format=FORMAT, version=1, tensorflow="2.15.1", batch_size=12,
-            steps=[], found={}, random_ops=[], evaluation=None, checkpoint="model/model.ckpt-0",
+            steps=[], found={}, random_ops=[], clip_norm=None, evaluation=None,
+            checkpoint="model/model.ckpt-0",
             final_checkpoint="model/model.ckpt-1",
         )
     )  # fmt: skip
@@ -227,3 +235,25 @@ def test_the_command_line_usage_and_its_one_line_refusals(capsys):
     code, _, err = run_cli(capsys, "record", "--model-fn", "model_fn", "--input-fn", "a:b",
                            "--batch-size", "8", "--steps", "1", "--out", "x")  # fmt: skip
     assert code == cli.REFUSED and err.count("\n") == 1 and "write it as module:function" in err
+
+
+@pytest.mark.tensorflow
+def test_tf1_dropout_draws_the_masks_of_the_tf1_op_step_after_step():
+    """Two steps of a seeded TF1 graph's dropout, and the layer with that op's seeds."""
+    import tensorflow as tf
+
+    from workbench import TF1Dropout
+
+    tf1 = tf.compat.v1
+    x = np.linspace(1.0, 2.0, 24, dtype=np.float32).reshape(4, 6)
+    with tf.Graph().as_default() as graph, tf1.Session(graph=graph) as session:
+        tf1.set_random_seed(7)
+        dropped = tf1.nn.dropout(tf1.constant(x), rate=0.25)
+        [op] = [op for op in graph.get_operations() if op.type == "RandomUniform"]
+        seeds = (op.get_attr("seed"), op.get_attr("seed2"))
+        tf1_steps = [session.run(dropped) for _ in range(2)]
+    layer = TF1Dropout(seeds, rate=0.25)
+    for tf1_step in tf1_steps:
+        np.testing.assert_array_equal(layer(x, training=True).numpy(), tf1_step)
+    np.testing.assert_array_equal(layer(x, training=False).numpy(), x)
+    assert (tf1_steps[0] == 0).any() and (tf1_steps[0] != tf1_steps[1]).any()

@@ -2,7 +2,8 @@
 what tests/test_workbench_record.py points the workbench at, as a reader points it at theirs.
 
 params: `optimizer` ("sgd", "momentum", "adam" or "by_hand": a hand-written update with no
-Apply op, as BERT's), `dropout` (a rate; 0 builds no dropout op), `fail` (model_fn raises),
+Apply op, as BERT's), `dropout` (a rate; 0 builds no dropout op), `clip` (a clip_norm for
+clip_by_global_norm; 0 clips nothing), `fail` (model_fn raises),
 `examples` (the dataset's size; the training input repeats unless `once`).
 """
 
@@ -60,7 +61,11 @@ def model_fn(features, labels, mode, params):
             "momentum": lambda r: tf1.train.MomentumOptimizer(r, 0.9),
             "adam": tf1.train.AdamOptimizer,
         }[kind](rate)
-        train_op = optimizer.minimize(loss, global_step=step)
+        pairs = optimizer.compute_gradients(loss)
+        if params.get("clip"):
+            gradients, _ = tf1.clip_by_global_norm([g for g, _ in pairs], params["clip"])
+            pairs = zip(gradients, [v for _, v in pairs], strict=True)
+        train_op = optimizer.apply_gradients(pairs, global_step=step)
 
     def metric_fn(labels, logits):
         return {"accuracy": tf1.metrics.accuracy(labels, tf1.cast(logits > 0, tf1.float32))}

@@ -9,7 +9,8 @@ steps on their own `model_fn` and Keras model, with every decision reported (fro
   rate and gradient norm (found in the graph: no `host_call` needed), the batches, the seeds
   of its dropout ops, `model.ckpt-0` and the last checkpoint, in a folder that
   `load_baseline` reads in any lane. `Baseline.run()` is the baseline as `compare_runs`
-  takes it.
+  takes it; `TF1Dropout` draws the baseline's dropout masks (`Baseline.dropout_seeds()`) in
+  the Keras model, so that runs with dropout on compare.
 - **Carry the checkpoint over** (`map_checkpoint`): match each variable of a TF1 checkpoint,
   optimizer slots included, to the Keras model by the reader's rules, by name, by creation
   order and by shape; `Mapping.report()` lists every TF1 and TF2 variable as matched,
@@ -41,6 +42,7 @@ from workbench.compare import (
     compare_runs,
     likely_causes,
 )
+from workbench.dropout import TF1Dropout
 from workbench.mapping import (
     AMBIGUOUS,
     MATCHED,
@@ -81,6 +83,7 @@ __all__ = [
     "RecordError",
     "RoundingCheck",
     "Row",
+    "TF1Dropout",
     "Worst",
     "amplified_rounding",
     "compare_runs",

@@ -64,6 +64,7 @@ class Run:
 
     stepwise: dict[str, np.ndarray]
     weights: dict[str, np.ndarray]
+    clip_norm: float | None = None  # the clip_norm of clip_by_global_norm, when known
 
     @property
     def steps(self) -> int:
@@ -94,7 +95,8 @@ def as_run(data: Any, which: str = "the run") -> Run:
     weights = {str(k): np.asarray(v, dtype=np.float64) for k, v in data.get("weights", {}).items()}
     if not stepwise and not weights:
         raise CompareError(f"{which} has none of {', '.join(STEPWISE)} or weights to compare")
-    return Run(stepwise, weights)
+    clip_norm = data.get("clip_norm")
+    return Run(stepwise, weights, None if clip_norm is None else float(clip_norm))
 
 
 def _per_step(steps: Sequence[Any], which: str) -> dict[str, list[Any]]:
@@ -267,6 +269,13 @@ def compare_runs(
         base, cand, _tolerances(atol, ATOL, "atol"), _tolerances(rtol, RTOL, "rtol")
     )
     if base.stepwise and cand.stepwise and base.steps != cand.steps:
+        calls = base.steps // cand.steps if cand.steps else 0
+        if calls > 1 and base.steps % cand.steps == 0:
+            raise CompareError(
+                f"the candidate logged {cand.steps} values for the baseline's {base.steps} steps: "
+                f"one per function call of {calls} steps (steps_per_execution={calls}, or a "
+                "loop inside tf.function); log every step, or run one step per call"
+            )
         raise CompareError(
             f"the baseline has {base.steps} steps, the candidate {cand.steps}: train the "
             "candidate for as many steps on the same batches (several steps per function can "
@@ -600,9 +609,20 @@ def _optimizer_settings(seen: _Seen) -> str | None:
 
 
 def _clipping(seen: _Seen) -> str | None:
-    norms, first = seen.comparison.baseline.stepwise.get("gradient_norms"), seen.first
+    base = seen.comparison.baseline
+    norms, first = base.stepwise.get("gradient_norms"), seen.first
     if not seen.after_updates or norms is None or first is None:
         return None  # without norms nothing says where clipping would act
+    if base.clip_norm is not None:  # the baseline knows its clip: where it acted is a fact
+        acted = [int(step) for step in np.flatnonzero(norms[:first] > base.clip_norm)]
+        if not acted:
+            return None
+        where = ("step " if len(acted) == 1 else "steps ") + ", ".join(map(str, acted))
+        return (
+            f"the baseline's clip acted before the parting ({where}: "
+            f"global norm above clip_norm {base.clip_norm:g}): clip the gradient of the whole "
+            "batch, by the norm of the replicas' summed gradients, not each replica's own"
+        )
     if norms[first - 1] > np.max(norms[: first - 1], initial=-np.inf):
         return (
             f"global-norm clipping first acts at a step whose global norm exceeds all before: "

@@ -516,7 +516,11 @@ def _variables(model: Any) -> list[tuple[str, Any]]:
             weights = model.weights
         except ValueError:  # Keras 2: a Sequential model not built yet
             weights = []
-        return [(_tf2_name(v), v) for v in weights]
+        # Keras 2 lists the state of a model's metrics (a Mean's total and count) among its
+        # weights; no TF1 variable is a metric's, and evaluation starts it at zero.
+        metrics = [v for m in getattr(model, "metrics", None) or [] for v in m.variables]
+        counted = {id(v) for v in metrics}
+        return [(_tf2_name(v), v) for v in weights if id(v) not in counted]
     if isinstance(model, Iterable):
         return [(_tf2_name(v), v) for v in model]
     raise MappingError(

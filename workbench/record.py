@@ -54,6 +54,20 @@ RANDOM_OPS = {"RandomUniform", "RandomStandardNormal", "TruncatedNormal", "Rando
 RATE_INPUTS = {"lr", "alpha"}
 
 
+# What baseline.json must hold for load_baseline (besides format and version).
+REQUIRED = (
+    "tensorflow",
+    "batch_size",
+    "steps",
+    "found",
+    "random_ops",
+    "clip_norm",
+    "evaluation",
+    "checkpoint",
+    "final_checkpoint",
+)
+
+
 class RecordError(FriendlyError, ValueError):
     """The baseline cannot be recorded or read as asked; the message says what to change."""
 
@@ -75,6 +89,7 @@ class Baseline:
     steps: list[dict[str, float]]
     found: dict[str, str | None]
     random_ops: list[dict[str, Any]]
+    clip_norm: float | None  # clip_by_global_norm's clip_norm, found beside the norm
     evaluation: dict[str, float] | None
     checkpoint: Path
     final_checkpoint: Path
@@ -99,6 +114,7 @@ class Baseline:
             PER_STEP_KEYS[key]: [step[key] for step in self.steps] for key in logged
         }
         run["weights"] = read_checkpoint(self.final_checkpoint, weight_names)
+        run["clip_norm"] = self.clip_norm
         return run
 
     def dropout_seeds(self) -> list[tuple[int, int]]:
@@ -122,6 +138,9 @@ class Baseline:
                 if self.random_ops
                 else ""
             ),
+            f"clip_by_global_norm: clip_norm {self.clip_norm:g}"
+            if self.clip_norm is not None
+            else "clip_by_global_norm: none found",
             f"checkpoints: {self.checkpoint.name} (start TF2 from it), "
             f"{self.final_checkpoint.name}",
         ]
@@ -177,6 +196,12 @@ def load_baseline(directory: str | Path) -> Baseline:
             f"{manifest} is version {data.get('version')} of the baseline format and this "
             f"workbench reads version {VERSION}: record the baseline again with this workbench"
         )
+    missing = [key for key in REQUIRED if key not in data]
+    if missing:
+        raise RecordError(
+            f"{manifest} has no {', '.join(missing)}: it was not written by this workbench's "
+            "record_baseline; record the baseline again"
+        )
     return Baseline(
         directory=directory,
         tensorflow=data["tensorflow"],
@@ -184,6 +209,7 @@ def load_baseline(directory: str | Path) -> Baseline:
         steps=data["steps"],
         found=data["found"],
         random_ops=data["random_ops"],
+        clip_norm=data["clip_norm"],
         evaluation=data["evaluation"],
         checkpoint=directory / data["checkpoint"],
         final_checkpoint=directory / data["final_checkpoint"],
@@ -255,6 +281,16 @@ def gradient_norm_in(graph: Any) -> Any | None:
     return norms[0].outputs[0] if norms else None
 
 
+def clip_norm_in(norm: Any) -> Any | None:
+    """The clip_norm that clip_by_global_norm compared `norm` with: its scale is
+    `clip_norm * minimum(1 / norm, 1 / clip_norm)`."""
+    for divide in norm.consumers():
+        for minimum in divide.outputs[0].consumers() if divide.type == "RealDiv" else ():
+            if minimum.type == "Minimum" and minimum.inputs[1].op.type == "RealDiv":
+                return minimum.inputs[1].op.inputs[1]
+    return None
+
+
 def random_ops_in(graph: Any) -> list[dict[str, Any]]:
     """Name, type, seeds and shape of each stateful random op outside variable initialisers."""
     found = []
@@ -320,6 +356,7 @@ def _make_hook(tf1: Any, capture: _Capture, overrides: Mapping[str, str], steps:
             self.batches: list[dict[str, np.ndarray]] = []
             self.found: dict[str, str | None] = {}
             self.random_ops: list[dict[str, Any]] = []
+            self.clip_norm: float | None = None
             self.last_print = 0.0
 
         def begin(self) -> None:
@@ -332,6 +369,8 @@ def _make_hook(tf1: Any, capture: _Capture, overrides: Mapping[str, str], steps:
             }
             for key, name in overrides.items():
                 tensors[key] = graph.get_tensor_by_name(name)
+            norm = tensors["gradient_norm"]
+            clip = clip_norm_in(norm) if norm is not None else None
             if tensors["gradient_norm"] is None:  # no clip: the norm of the loss's gradient
                 variables = tf1.trainable_variables()
                 gradients = tf1.gradients(capture.loss, variables, name="workbench_gradients")
@@ -340,6 +379,7 @@ def _make_hook(tf1: Any, capture: _Capture, overrides: Mapping[str, str], steps:
             self.fetches = {key: t for key, t in tensors.items() if t is not None}
             self.found = {key: (t.name if t is not None else None) for key, t in tensors.items()}
             self.fetches["features"], self.fetches["labels"] = capture.features, capture.labels
+            self.fetches["clip_norm"] = clip
 
         def before_run(self, run_context):
             return tf1.train.SessionRunArgs(
@@ -348,6 +388,7 @@ def _make_hook(tf1: Any, capture: _Capture, overrides: Mapping[str, str], steps:
 
         def after_run(self, run_context, run_values) -> None:
             values = dict(run_values.results)
+            self.clip_norm = float(values.pop("clip_norm")) if "clip_norm" in values else None
             batch = {
                 **_flatten("features", values.pop("features")),
                 **_flatten("labels", values.pop("labels", None)),
@@ -513,6 +554,7 @@ def _record(tf1: Any, r: _Request, directory: Path) -> None:
         "steps": hook.steps,
         "found": hook.found,
         "random_ops": hook.random_ops,
+        "clip_norm": hook.clip_norm,
         "evaluation": evaluation,
         "checkpoint": kept[0],
         "final_checkpoint": kept[1],
