@@ -229,8 +229,8 @@ CASES = [
 
 def stored_run_cases(notebook: str, live_tf1: dict[str, Any] | None = None) -> list[Case]:
     """The cases of a notebook that compares itself with a stored TPUEstimator run (09, 10, 12,
-    13, 14, 15): its defaults in the Colab lane; 1 replica in both full lanes, 2 in the reference
-    lane and 4 in the current one; a replica count its global batch does not allow, and a
+    13, 14, 15, 16): its defaults in the Colab lane; 1 replica in both full lanes, 2 in the
+    reference lane and 4 in the current one; a replica count its global batch does not allow, and a
     `compare_stored` that is not a bool, both stopped by the validation cell.
 
     `live_tf1`: other parameters for the reference lane's 2-replica run, the one lane where
@@ -261,7 +261,17 @@ from notebook_cases_12 import CASES_12  # noqa: E402
 from notebook_cases_13 import CASES_13  # noqa: E402
 from notebook_cases_14 import CASES_14  # noqa: E402
 from notebook_cases_15 import CASES_15  # noqa: E402
+from notebook_cases_16 import CASES_16  # noqa: E402
 
 CASES += (
-    CASES_04 + CASES_05 + CASES_09 + CASES_10 + CASES_11 + CASES_12 + CASES_13 + CASES_14 + CASES_15
+    CASES_04
+    + CASES_05
+    + CASES_09
+    + CASES_10
+    + CASES_11
+    + CASES_12
+    + CASES_13
+    + CASES_14
+    + CASES_15
+    + CASES_16
 )

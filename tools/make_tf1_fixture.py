@@ -9,7 +9,9 @@ fixtures/tf1_clipping, and with `--notebook 13` notebook 13's (exporters and ser
 final export, no checkpoint) in fixtures/tf1_export, and with `--notebook 14` notebook 14's
 (TPU embeddings; the checkpoints after 8 and 16 steps and the export) in
 fixtures/tf1_embedding, and with `--notebook 15` notebook 15's (a Transformer classifier; its
-`model.ckpt-0` and last checkpoint) in fixtures/tf1_transformer, the same way: the notebook
+`model.ckpt-0` and last checkpoint) in fixtures/tf1_transformer, and with `--notebook 16` the
+workbench baseline notebook 16 records (the folder as `workbench.record_baseline` wrote it) in
+fixtures/workbench_tabular, the same way: the notebook
 runs at its defaults with `model_dir` a new temporary folder and `compare_stored=False`, and
 writes its run into `model_dir` (`tf1_run.json` with the same `checkpoint` and `saved_model`
 paths, documented in its "The run, stored"); notebooks 09 and 10 themselves check a live run
@@ -59,6 +61,7 @@ STORED_RUNS = {
     "13": ("13_export_and_serving.ipynb", "tf1_export"),
     "14": ("14_tpu_embeddings.ipynb", "tf1_embedding"),
     "15": ("15_transformer_classifier.ipynb", "tf1_transformer"),
+    "16": ("16_migrate_your_own_model.ipynb", "workbench_tabular"),
 }
 
 
@@ -127,6 +130,19 @@ def copy_run(model_dir: Path, out: Path, notebook: str = "01") -> dict:
     return run
 
 
+def copy_baseline(model_dir: Path, out: Path) -> dict:
+    """Copy the workbench baseline that notebook 16 recorded in `model_dir/baseline` to `out`
+    (the folder as `workbench.record_baseline` wrote it, plus a manifest); return its
+    baseline.json. `out` is replaced only when it is a stored run already."""
+    if (out / MANIFEST).is_file():
+        shutil.rmtree(out)
+    elif out.exists() and any(out.iterdir()):
+        raise SystemExit(f"{out} holds files but no {MANIFEST}: choose an empty or new --out")
+    shutil.copytree(model_dir / "baseline", out, dirs_exist_ok=True)
+    write_manifest(out)
+    return json.loads((out / "baseline.json").read_text())
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--notebook", choices=tuple(STORED_RUNS), default="01")
@@ -147,7 +163,10 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     with tempfile.TemporaryDirectory(prefix="tf1-run-") as scratch:
         model_dir = run_notebook(Path(scratch) / "model_dir")
-        run = copy_run(model_dir, args.out.resolve(), args.notebook)
+        if args.notebook == "16":
+            run = copy_baseline(model_dir, args.out.resolve())
+        else:
+            run = copy_run(model_dir, args.out.resolve(), args.notebook)
     total = sum(path.stat().st_size for path in args.out.rglob("*") if path.is_file())
     print(f"wrote {args.out} ({total / 1024:.0f} KB) with TensorFlow {run['tensorflow']}")
     if "losses" in run:  # notebook 13's run has evaluation losses only

@@ -128,8 +128,9 @@ class Baseline:
         """A few lines: what was recorded, from which TensorFlow, and what was not found."""
         losses = [step["loss"] for step in self.steps]
         lines = [
-            f"baseline {self.directory} (TensorFlow {self.tensorflow}): {len(self.steps)} steps "
-            f"of {self.batch_size} examples, loss {losses[0]:.6g} -> {losses[-1]:.6g}",
+            f"baseline {self.directory.name} (TensorFlow {self.tensorflow}): "
+            f"{len(self.steps)} steps of {self.batch_size} examples, "
+            f"loss {losses[0]:.6g} -> {losses[-1]:.6g}",
             "found in the graph: "
             + ", ".join(f"{key} = {name or 'not found'}" for key, name in self.found.items()),
             f"random ops: {len(self.random_ops)}"
@@ -464,9 +465,9 @@ def record_baseline(
             eval_steps, seed, dict(tensors or {}), progress,
         )  # fmt: skip
         _record(tf1, request, partial)
-        if out_dir.exists():  # a baseline of ours, replace=True (checked by _guard)
+        if (out_dir / MANIFEST).is_file():  # a baseline of ours, replace=True (_guard)
             shutil.rmtree(out_dir)
-        partial.rename(out_dir)
+        partial.rename(out_dir)  # onto a path that is free, or an empty folder
     finally:
         shutil.rmtree(partial, ignore_errors=True)
     return load_baseline(out_dir)

@@ -1,0 +1,20 @@
+"""papermill cases for 16_migrate_your_own_model (same `Case` as notebook_cases.CASES).
+
+Every good run asserts, inside the notebook, that the workbench's baseline shows the clip
+acting on some steps and not others; that `Model.fit`, started from the baseline's
+`model.ckpt-0` through `map_checkpoint` with TF1's dropout masks, is within tolerance of the
+baseline on every step and the final weights, from Python and from `python -m workbench
+compare` (exit code 0); that each of eight broken migrations parts from it with its cause among
+`likely_causes` and no difference found to be amplified rounding (the per-replica batch and
+the per-replica clip change nothing on one replica, and are asserted to); and that a run
+logged once per call of two steps is refused in one line. In the reference lane the baseline
+is recorded live and checked against the stored one (fixtures/workbench_tabular).
+"""
+
+from __future__ import annotations
+
+from notebook_cases import stored_run_cases
+
+NOTEBOOK = "16_migrate_your_own_model.ipynb"
+
+CASES_16 = stored_run_cases(NOTEBOOK)
