@@ -13,8 +13,9 @@ is compared with into one directory (`FORMAT`, described in `Baseline`):
 - the seeds and shapes of the graph's random ops (dropout's `RandomUniform`), and the
   evaluation metrics when an `eval_input_fn` is given.
 
-The baseline comes from a CPU because a current TPU cannot run `TPUEstimator`'s TensorFlow:
-recording needs TensorFlow 2.15 with `tensorflow-estimator` (the reference lane). A baseline
+The baseline comes from a CPU: `TPUEstimator` needs TensorFlow 2.15 with `tensorflow-estimator`
+(the reference lane), which Colab cannot install, and under 2.15 it is reported to fail on
+current TPUs (tensorflow#90807, a v5p). A baseline
 recorded once is read anywhere with `load_baseline`, which needs no TensorFlow 1 API.
 
 Nothing is lost or overwritten: the run is written into a new folder beside `out_dir` and
