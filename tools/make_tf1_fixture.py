@@ -97,18 +97,23 @@ def write_manifest(directory: Path) -> dict[str, str]:
     return files
 
 
-def copy_run(model_dir: Path, out: Path, notebook: str = "01") -> dict:
-    """Copy the run that notebook 01 (or 09, 10, 12, 13, 14, 15) saved in `model_dir` to `out`;
-    return its tf1_run.json.
-
-    `out` is replaced only when it is a stored run already (it has a manifest); any other
-    folder with files in it is refused, never deleted.
-    """
-    run = json.loads((model_dir / "tf1_run.json").read_text())
+def clear_stored(out: Path) -> None:
+    """Remove `out` if it is a stored run (it has a manifest); refuse any other folder with
+    files in it, never deleting it."""
     if (out / MANIFEST).is_file():
         shutil.rmtree(out)
     elif out.exists() and any(out.iterdir()):
         raise SystemExit(f"{out} holds files but no {MANIFEST}: choose an empty or new --out")
+
+
+def copy_run(model_dir: Path, out: Path, notebook: str = "01") -> dict:
+    """Copy the run that notebook 01 (or 09, 10, 12, 13, 14, 15) saved in `model_dir` to `out`;
+    return its tf1_run.json.
+
+    `out` is replaced only when it is a stored run already (`clear_stored`).
+    """
+    run = json.loads((model_dir / "tf1_run.json").read_text())
+    clear_stored(out)
     out.mkdir(parents=True, exist_ok=True)
     for key in ("checkpoint", "final_checkpoint"):  # notebooks 10, 14, 15 store their last one too
         if key not in run:
@@ -133,11 +138,8 @@ def copy_run(model_dir: Path, out: Path, notebook: str = "01") -> dict:
 def copy_baseline(model_dir: Path, out: Path) -> dict:
     """Copy the workbench baseline that notebook 16 recorded in `model_dir/baseline` to `out`
     (the folder as `workbench.record_baseline` wrote it, plus a manifest); return its
-    baseline.json. `out` is replaced only when it is a stored run already."""
-    if (out / MANIFEST).is_file():
-        shutil.rmtree(out)
-    elif out.exists() and any(out.iterdir()):
-        raise SystemExit(f"{out} holds files but no {MANIFEST}: choose an empty or new --out")
+    baseline.json. `out` is replaced only when it is a stored run already (`clear_stored`)."""
+    clear_stored(out)
     shutil.copytree(model_dir / "baseline", out, dirs_exist_ok=True)
     write_manifest(out)
     return json.loads((out / "baseline.json").read_text())

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -173,10 +172,14 @@ def _stepwise(candidate: dict[str, Any]) -> dict[str, Any]:
 
 
 def _quiet_tensorflow() -> None:
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    import tensorflow as tf
+    """TensorFlow's start-up and deprecation messages off, as in the notebooks."""
+    from helpers.quiet import quiet_logs
 
-    tf.get_logger().setLevel("ERROR")
+    quiet_logs()
+
+
+def _repeatable(parser: argparse.ArgumentParser, flag: str, metavar: str, help: str) -> None:
+    parser.add_argument(flag, action="append", default=[], metavar=metavar, help=help)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -205,13 +208,10 @@ def parser() -> argparse.ArgumentParser:
     rec.add_argument("--eval-input-fn", help="module:function; records evaluate()'s metrics")
     rec.add_argument("--eval-steps", type=int, help="evaluation steps (all the data if unset)")
     rec.add_argument("--seed", type=int, default=0, help="RunConfig's tf_random_seed (0)")
-    rec.add_argument(
-        "--tensor",
-        action="append",
-        default=[],
-        metavar="QUANTITY=TENSOR",
-        help="name a tensor the graph search misses (learning_rate=my_rate:0); repeatable",
-    )
+    _repeatable(
+        rec, "--tensor", "QUANTITY=TENSOR",
+        "name a tensor the graph search misses (learning_rate=my_rate:0); repeatable",
+    )  # fmt: skip
     rec.add_argument("--replace", action="store_true", help="record again over a baseline")
     rec.set_defaults(handler=record)
 
@@ -223,13 +223,10 @@ def parser() -> argparse.ArgumentParser:
     )
     mapper.add_argument("--baseline", required=True, help="a folder `record` wrote")
     mapper.add_argument("--model", required=True, help="module:function returning the model")
-    mapper.add_argument(
-        "--rule",
-        action="append",
-        default=[],
-        metavar="PATTERN=REPLACEMENT",
-        help="a name rule (re.sub on TF1 names; a replacement of - leaves it out); repeatable",
-    )
+    _repeatable(
+        mapper, "--rule", "PATTERN=REPLACEMENT",
+        "a name rule (re.sub on TF1 names; a replacement of - leaves it out); repeatable",
+    )  # fmt: skip
     mapper.add_argument(
         "--final", action="store_true", help="map the last checkpoint, not model.ckpt-0"
     )

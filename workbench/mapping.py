@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from helpers.compare import format_table
-from helpers.errors import FriendlyError
+from helpers.errors import FriendlyError, first_line
 
 
 class MappingError(FriendlyError, ValueError):
@@ -606,10 +606,9 @@ def _read_checkpoint(checkpoint_path: str | Path) -> tuple[str, Any, dict[str, t
             for n, s in sorted(reader.get_variable_to_shape_map().items())
         }
     except (tf.errors.OpError, ValueError) as error:
-        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise MappingError(
             f"no TensorFlow checkpoint at {checkpoint_path}: give its prefix "
-            f"(.../model.ckpt-100) or its folder ({first})"
+            f"(.../model.ckpt-100) or its folder ({first_line(error)})"
         ) from None
     return path, reader, shapes
 

@@ -38,7 +38,8 @@ from typing import Any
 
 import numpy as np
 
-from helpers.errors import FriendlyError
+from helpers.compat import EstimatorUnavailableError, require_estimator
+from helpers.errors import FriendlyError, first_line
 
 FORMAT = "tpu-migration-workbench baseline"
 VERSION = 1
@@ -318,14 +319,15 @@ def _tf1() -> Any:
     """TensorFlow's v1 API with TPUEstimator, or one line saying where to record instead."""
     import tensorflow as tf
 
-    tf1 = tf.compat.v1
-    if not hasattr(tf1, "estimator") or not hasattr(tf1.estimator, "tpu"):
+    try:
+        require_estimator(tf)
+    except EstimatorUnavailableError:
         raise RecordError(
             f"recording needs TPUEstimator, which TensorFlow {tf.__version__} does not have: "
             "record with TensorFlow 2.15 and tensorflow-estimator (the reference lane, "
             "`.venv/bin/python -m workbench record ...`), then read the baseline here"
-        )
-    return tf1
+        ) from None
+    return tf.compat.v1
 
 
 class _Capture:
@@ -342,11 +344,6 @@ class _Capture:
         if mode == self.train_mode:
             self.features, self.labels, self.loss = features, labels, spec.loss
         return spec
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {text[0] if text else ''}"
 
 
 def _make_hook(tf1: Any, capture: _Capture, overrides: Mapping[str, str], steps: int, progress):
@@ -573,7 +570,7 @@ def _stopped_or_run(what: str, work: Callable[[], Any]) -> Any:
         return work()
     except Exception as error:
         raise RecordError(
-            f"TF1 {what} stopped: {_first_line(error)} (nothing was written)"
+            f"TF1 {what} stopped: {first_line(error)} (nothing was written)"
         ) from error
 
 
