@@ -172,10 +172,12 @@ def _stepwise(candidate: dict[str, Any]) -> dict[str, Any]:
 
 
 def _quiet_tensorflow() -> None:
-    """TensorFlow's start-up and deprecation messages off, as in the notebooks."""
+    """TensorFlow's start-up and deprecation messages off, as in the notebooks (a process that
+    imported TensorFlow already, such as a test calling main(), has chosen its own)."""
     from helpers.quiet import quiet_logs
 
-    quiet_logs()
+    if "tensorflow" not in sys.modules:
+        quiet_logs()
 
 
 def _repeatable(parser: argparse.ArgumentParser, flag: str, metavar: str, help: str) -> None:
