@@ -16,6 +16,10 @@ steps on their own `model_fn` and Keras model, with every decision reported (fro
   order and by shape; `Mapping.report()` lists every TF1 and TF2 variable as matched,
   unmatched, ambiguous or skipped, and `Mapping.assign()` refuses in one line while anything
   is left unaccounted for. Start TF2 from TF1's `model.ckpt-0` so both runs start equal.
+- **Catch swapped same-shape layers** (`check_swaps`): names and shapes accept two 3x3x8x8
+  convolutions either way round; the loss of the first batch at `model.ckpt-0` does not. It
+  tries the mapping and every exchange of same-shape layers (or every way to resolve the
+  ambiguous ones), keeps the one assignment that reproduces TF1's first loss, and says so.
 - **Compare step by step** (`compare_runs`): the first step where the runs part, the worst
   element of the final weights, and a verdict. A difference at step 0 is real (nothing had
   trained yet), unless the two sides multiply matrices at different precisions; a later one
@@ -61,16 +65,31 @@ from workbench.record import (
     per_replica_batch,
     record_baseline,
 )
+from workbench.swaps import (
+    CONFIRMED,
+    NO_MATCH,
+    RESOLVED,
+    SWAPPED,
+    UNDECIDED_ORDER,
+    SwapCheck,
+    Trial,
+    check_swaps,
+)
 
 __all__ = [
     "AMBIGUOUS",
     "AMPLIFIED_ROUNDING",
     "CHECKLIST",
+    "CONFIRMED",
     "IDENTICAL",
     "MATCHED",
+    "NO_MATCH",
     "REAL",
+    "RESOLVED",
     "SKIPPED",
+    "SWAPPED",
     "UNDECIDED",
+    "UNDECIDED_ORDER",
     "UNMATCHED",
     "WITHIN",
     "Baseline",
@@ -83,9 +102,12 @@ __all__ = [
     "RecordError",
     "RoundingCheck",
     "Row",
+    "SwapCheck",
     "TF1Dropout",
+    "Trial",
     "Worst",
     "amplified_rounding",
+    "check_swaps",
     "compare_runs",
     "likely_causes",
     "load_baseline",

@@ -18,7 +18,8 @@ and says for each one how it was made:
    `conv2d_1`, ...), and Keras keeps its weights in the order the model tracks its layers.
    Several same-kind, same-shape variables (`conv2d_1/kernel`, `conv2d_2/kernel`) are paired in
    those two orders, as notebook 10 does. A model that builds its layers in another order than
-   the `model_fn` swaps them: compare the first step's loss (workbench.compare) to catch it.
+   the `model_fn` swaps them: `workbench.check_swaps` runs the first step's loss of each
+   exchange of same-shape layers and keeps the one that reproduces TF1's.
 4. **shape**: the only remaining variable of its kind and shape on each side, then the only one
    of its shape (`embedding_weights` and `embeddings`).
 
@@ -192,6 +193,10 @@ class _State:
     target_how: dict[int, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     scale: dict[str, float] = field(default_factory=dict)  # TF1 name -> factor on assign
+    # what the slot pass read, kept so that an alternative assignment can place slots again
+    has_optimizer: bool = False
+    nonzero: abc.Container[str] = ()
+    learning_rate: float | None = None
 
     def claimed(self) -> set[int]:
         return set(self.pairs.values())
@@ -221,6 +226,7 @@ def match(
     `learning_rate` to be carried over (Keras keeps -lr x TF1's sum), else it is unmatched.
     """
     state = _State({n: tuple(int(d) for d in s) for n, s in shapes.items()}, list(targets))
+    state.has_optimizer, state.nonzero, state.learning_rate = has_optimizer, nonzero, learning_rate
     compiled = _compile(rules)
     slots = {name for name in state.shapes if "/" in name and _kind_of_slot(name) in TF1_SLOTS}
     _by_rules(state, compiled, slots)  # first: a rule may place global_step too
@@ -649,6 +655,15 @@ def map_checkpoint(
     return Mapping(path, reader, state)
 
 
+@dataclass(frozen=True)
+class Alternative:
+    """Another assignment of the same checkpoint: what `check_swaps` tries."""
+
+    description: str  # `conv2d_1 <-> conv2d_2`, or the ambiguous names' assignment
+    mapping: Mapping
+    equal: bool  # the exchanged layers hold equal values in the checkpoint: nothing to tell
+
+
 class Mapping:
     """The decisions of `map_checkpoint`: `report()` shows them, `assign()` carries them out."""
 
@@ -742,6 +757,136 @@ class Mapping:
                 value = (value * value.dtype.type(self._state.scale[name])).astype(value.dtype)
             variable.assign(value)
         return list(self.pairs)
+
+    def _with_pairs(self, changes: abc.Mapping[str, int], why: str) -> Mapping:
+        """A copy with each TF1 name in `changes` paired to that target index instead, its
+        slots following it, `why` in its `how`."""
+        old = self._state
+        state = _State(
+            old.shapes,
+            old.targets,
+            dict(old.pairs),
+            dict(old.how),
+            dict(old.status),
+            {n: c for n, c in old.candidates.items() if n not in changes},
+            dict(old.target_status),
+            dict(old.target_how),
+            list(old.notes),
+            dict(old.scale),
+            old.has_optimizer,
+            old.nonzero,
+            old.learning_rate,
+        )
+        for name, index in changes.items():
+            state.pair(name, index, why)
+        slots = {
+            n
+            for n in state.shapes
+            if "/" in n and n.rsplit("/", 1)[0] in changes and _kind_of_slot(n) in TF1_SLOTS
+        }
+        for name in slots:
+            for table in (state.pairs, state.how, state.status, state.scale):
+                table.pop(name, None)
+        _slots(state, slots, state.has_optimizer, state.nonzero, state.learning_rate)
+        return Mapping(self.checkpoint, self._reader, state)
+
+    def alternatives(self, limit: int = 24) -> list[Alternative]:
+        """Other assignments a wrong layer order would give, for `workbench.check_swaps`.
+
+        Without ambiguous variables: each exchange of two matched layers of one kind whose
+        variables have the same kinds and shapes (`conv2d_1` and `conv2d_2`), their slots
+        following them; a pair whose values are equal in the checkpoint is marked `equal`
+        (no loss can tell them apart there). With ambiguous variables: every way to resolve
+        them, the mapping as made having none to offer. MappingError where there would be
+        more than `limit`: add rules that decide some of them.
+        """
+        state = self._state
+        if state.candidates:
+            return self._resolutions(limit)
+        slots = {n for n in state.shapes if "/" in n and _kind_of_slot(n) in TF1_SLOTS}
+        layers: dict[str, dict[str, str]] = {}  # TF1 layer path -> kind -> TF1 name
+        for name, index in state.pairs.items():
+            if state.targets[index].weight and name not in slots and "/" in name:
+                layers.setdefault(name.rsplit("/", 1)[0], {})[name.rsplit("/", 1)[1]] = name
+        groups: dict[tuple, list[str]] = {}
+        for layer, members in layers.items():
+            signature = tuple(sorted((kind, state.shapes[n]) for kind, n in members.items()))
+            base = _template(layer)[0]
+            groups.setdefault((base, signature), []).append(layer)
+        exchanges = [
+            (a, b)
+            for group in groups.values()
+            for position, a in enumerate(sorted(group, key=lambda n: _template(n)[1]))
+            for b in sorted(group, key=lambda n: _template(n)[1])[position + 1 :]
+        ]
+        if len(exchanges) > limit:
+            raise MappingError(
+                f"{len(exchanges)} exchanges of same-shape layers to try, more than limit={limit}: "
+                "pass a larger limit, or name those layers by rules"
+            )
+        found = []
+        for a, b in exchanges:
+            changes = {}
+            equal = True
+            for kind, name in layers[a].items():
+                other = layers[b][kind]
+                changes[name], changes[other] = state.pairs[other], state.pairs[name]
+                equal = equal and bool((self.value(name) == self.value(other)).all())
+            why = f"check_swaps: {a} <-> {b}"
+            found.append(Alternative(f"{a} <-> {b}", self._with_pairs(changes, why), equal))
+        return found
+
+    def _resolutions(self, limit: int) -> list[Alternative]:
+        """Every assignment of the ambiguous TF1 variables to their candidates, one to one."""
+        import itertools
+
+        state = self._state
+        groups: dict[tuple[int, ...], list[str]] = {}
+        for name, candidates in state.candidates.items():
+            groups.setdefault(tuple(candidates), []).append(name)
+        options = []
+        for candidates, names in groups.items():
+            if len(names) != len(candidates):
+                raise MappingError(
+                    f"{', '.join(names)}: {len(names)} TF1 and {len(candidates)} TF2 candidates, "
+                    "so no one-to-one assignment to try: add rules for them"
+                )
+            options.append(
+                [
+                    dict(zip(names, order, strict=True))
+                    for order in itertools.permutations(candidates)
+                ]
+            )
+        total = 1
+        for choices in options:
+            total *= len(choices)
+        if total > limit:
+            raise MappingError(
+                f"{total} ways to resolve the ambiguous variables, more than limit={limit}: "
+                "add rules that decide some of them, or pass a larger limit"
+            )
+        found = []
+        for combination in itertools.product(*options):
+            changes = {name: index for choice in combination for name, index in choice.items()}
+            described = ", ".join(
+                f"{name} -> {state.targets[index].name}" for name, index in changes.items()
+            )
+            mapping = self._with_pairs(changes, "check_swaps: the assignment tried")
+            found.append(Alternative(described, mapping, False))
+        return found
+
+    def value(self, name: str) -> Any:
+        """The checkpoint's value of the TF1 variable `name`."""
+        return self._reader.get_tensor(name)
+
+    def target_names(self) -> dict[str, str]:
+        """TF1 name -> the name of the TF2 variable it is paired with."""
+        return {n: self._state.targets[i].name for n, i in self._state.pairs.items()}
+
+    def candidates(self) -> dict[str, list[str]]:
+        """Each ambiguous TF1 name -> the names of its TF2 candidates."""
+        state = self._state
+        return {n: [state.targets[i].name for i in c] for n, c in state.candidates.items()}
 
     def weight_names(self) -> list[str]:
         """The TF1 names matched to model variables (no optimizer slot or step counter): the

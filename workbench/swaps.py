@@ -1,0 +1,143 @@
+"""Catch swapped same-shape layers: the first loss of every assignment the mapping allows.
+
+Names and shapes cannot tell two 3x3x8x8 convolutions apart. A model that builds them in
+another order than the `model_fn` gets them swapped by creation order, and the rules a reader
+writes can swap them too; `assign()` accepts either. What tells is the network's output: at
+`model.ckpt-0`, before any update, the loss of the baseline's first batch must be TF1's first
+loss (notebook 10's "A swap of two same-shape layers"). `check_swaps` assigns the mapping and
+each alternative (`Mapping.alternatives()`: every exchange of two same-shape layers of one
+kind, or every resolution of the ambiguous variables), asks the reader's `first_loss` for
+that loss, and keeps the one assignment that reproduces it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from helpers.compare import format_difference
+from workbench.compare import ATOL, RTOL
+from workbench.mapping import Mapping
+
+# SwapCheck.verdict
+CONFIRMED, SWAPPED, RESOLVED, NO_MATCH, UNDECIDED_ORDER = (
+    "confirmed",
+    "swapped",
+    "resolved",
+    "no assignment reproduces the first loss",
+    "undecided",
+)
+AS_MAPPED = "as mapped"
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One assignment tried: its first loss, or why no loss was needed."""
+
+    assignment: str  # AS_MAPPED, `conv2d_1 <-> conv2d_2`, or an ambiguous names' assignment
+    loss: float | None
+    difference: float | None  # |loss - the baseline's first loss|
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class SwapCheck:
+    """What `check_swaps` tried and kept; `mapping` is assigned when it returns."""
+
+    trials: list[Trial]
+    bound: float
+    verdict: str
+    reason: str
+    mapping: Mapping
+
+    def summary(self) -> str:
+        lines = [f"verdict: {self.verdict} ({self.reason})"]
+        for trial in self.trials:
+            if trial.difference is None:
+                lines.append(f"{trial.assignment}: not run, {trial.note}")
+                continue
+            within = trial.difference <= self.bound
+            gap = (
+                format_difference(trial.difference, self.bound)
+                if within
+                else format_difference(trial.difference, at_least=self.bound)
+            )
+            lines.append(f"{trial.assignment}: first loss {trial.loss:.8g}, |diff| {gap}")
+        return "\n".join(lines)
+
+
+def check_swaps(
+    mapping: Mapping,
+    first_loss: Callable[[], float],
+    baseline_loss: float,
+    allow_unmatched: Sequence[str] = (),
+    limit: int = 24,
+) -> SwapCheck:
+    """Try the mapping and each alternative on the first batch; keep the one that fits.
+
+    `first_loss`: no arguments, returns the model's loss of the baseline's first batch at the
+    weights just assigned, without an update (training=True where TF1's step ran so: batch
+    statistics, TF1's dropout masks). `baseline_loss`: TF1's loss of that step (the
+    baseline's `losses[0]`). The bound is compare_runs' for losses: ATOL + RTOL x |loss|.
+    Each trial is assigned first, and the kept assignment is assigned last, so state that
+    `first_loss` moves (batch norm's moving statistics) is the checkpoint's again.
+    Verdicts: CONFIRMED (only the mapping as made fits), SWAPPED (only another one fits; it is
+    the returned `mapping`), RESOLVED (the mapping had ambiguous variables and one way to
+    assign them fits; it is the returned `mapping`), NO_MATCH (none fits: something other
+    than the order differs, see likely_causes) and UNDECIDED_ORDER (several fit: the first
+    loss cannot tell them apart).
+    """
+    bound = ATOL["losses"] + RTOL["losses"] * abs(float(baseline_loss))
+    alternatives = mapping.alternatives(limit)
+    ambiguous = bool(mapping.candidates())
+    runs = ([] if ambiguous else [(AS_MAPPED, mapping, False)]) + [
+        (a.description, a.mapping, a.equal) for a in alternatives
+    ]
+    trials, fitting = [], []
+    for name, candidate, equal in runs:
+        if equal:
+            trials.append(
+                Trial(name, None, None, "equal values in the checkpoint: the same model either way")
+            )
+            continue
+        candidate.assign(allow_unmatched)
+        loss = float(first_loss())
+        difference = abs(loss - float(baseline_loss))
+        trials.append(Trial(name, loss, difference))
+        if difference <= bound:
+            fitting.append((name, candidate))
+    kept = fitting[0][1] if len(fitting) == 1 else mapping
+    verdict, reason = _verdict(fitting, ambiguous, trials)
+    if not (ambiguous and len(fitting) != 1):  # an ambiguous mapping cannot be assigned
+        kept.assign(allow_unmatched)
+    return SwapCheck(trials, bound, verdict, reason, kept)
+
+
+def _verdict(fitting: list, ambiguous: bool, trials: list[Trial]) -> tuple[str, str]:
+    if len(fitting) == 1 and fitting[0][0] == AS_MAPPED:
+        return CONFIRMED, "only the mapping as made reproduces the first loss"
+    if len(fitting) == 1 and ambiguous:
+        return RESOLVED, (
+            f"of the ways to assign the ambiguous variables, only {fitting[0][0]} reproduces "
+            "the first loss; it is assigned, use the check's mapping"
+        )
+    if len(fitting) == 1:
+        return SWAPPED, (
+            f"only {fitting[0][0]} reproduces the first loss: the model builds these layers in "
+            "another order than the model_fn (or a rule names them the wrong way round); the "
+            "check's mapping is assigned, use it"
+        )
+    if not fitting:
+        closest = min((t for t in trials if t.difference is not None), key=lambda t: t.difference)
+        left = "the last one tried stays assigned; " if ambiguous else ""
+        return NO_MATCH, (
+            f"{left}the closest, {closest.assignment}, is {closest.difference:.3g} off: what "
+            "differs is not the order of same-shape layers (likely_causes at step 0: per-replica "
+            "batch, batch norm or dropout, matmul precision)"
+        )
+    names = ", ".join(name for name, _ in fitting)
+    kept = "the last one tried stays assigned" if ambiguous else "the mapping as made is assigned"
+    return UNDECIDED_ORDER, (
+        f"{names} all reproduce the first loss, which cannot tell them apart; {kept}: add "
+        "rules, or compare a later step"
+    )
