@@ -18,7 +18,7 @@ steps on their own `model_fn` and Keras model, with every decision reported (fro
   is left unaccounted for. Start TF2 from TF1's `model.ckpt-0` so both runs start equal.
 - **Catch swapped same-shape layers** (`check_swaps`): names and shapes accept two 3x3x8x8
   convolutions either way round; the loss of the first batch at `model.ckpt-0` does not. It
-  tries the mapping and every exchange of same-shape layers (or every way to resolve the
+  tries the mapping and each exchange of two same-shape layers (or every way to resolve the
   ambiguous ones), keeps the one assignment that reproduces TF1's first loss, and says so.
 - **Compare step by step** (`compare_runs`): the first step where the runs part, the worst
   element of the final weights, and a verdict. A difference at step 0 is real (nothing had

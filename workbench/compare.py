@@ -506,8 +506,12 @@ class _Seen:
     @property
     def statistics_only(self) -> bool:
         worst = self.comparison.worst
-        name = worst.variable if worst else ""
-        return self.weights_only and ("moving_variance" in name or "moving_mean" in name)
+        return self.weights_only and _is_statistic(worst.variable if worst else "")
+
+
+def _is_statistic(name: str) -> bool:
+    """A batch norm's moving mean or variance, which training updates but no loss reads."""
+    return "moving_variance" in name or "moving_mean" in name
 
 
 def _amplified_rounding(seen: _Seen) -> str | None:
@@ -655,12 +659,18 @@ def _data_order(seen: _Seen) -> str | None:
 
 
 def _statistics(seen: _Seen) -> str | None:
-    if not seen.statistics_only:
+    worst = seen.comparison.worst
+    if not seen.comparison.weights_outside or not _is_statistic(worst.variable):
         return None
+    why = (
+        "the moving statistics, which the training loss never reads (TF1's n/(n-1) variance, "
+        "per-replica statistics)"
+    )
+    if seen.first is None:
+        return f"only the final weights differ, worst in {worst.variable}: {why}"
     return (
-        f"only the final weights differ, worst in {seen.comparison.worst.variable}: the moving "
-        "statistics, which the training loss never reads (TF1's n/(n-1) variance, per-replica "
-        "statistics)"
+        f"the worst final weight is {worst.variable}, a moving statistic: {why}; the training "
+        f"parts too (step {seen.first}), so compare the statistics on their own as well"
     )
 
 

@@ -779,10 +779,13 @@ class Mapping:
         )
         for name, index in changes.items():
             state.pair(name, index, why)
-        slots = {
+        slots = {  # a slot a rule left out (pattern, None) stays out
             n
             for n in state.shapes
-            if "/" in n and n.rsplit("/", 1)[0] in changes and _kind_of_slot(n) in TF1_SLOTS
+            if "/" in n
+            and n.rsplit("/", 1)[0] in changes
+            and _kind_of_slot(n) in TF1_SLOTS
+            and state.status.get(n) != SKIPPED
         }
         for name in slots:
             for table in (state.pairs, state.how, state.status, state.scale):
@@ -794,47 +797,58 @@ class Mapping:
         """Other assignments a wrong layer order would give, for `workbench.check_swaps`.
 
         Without ambiguous variables: each exchange of two matched layers of one kind whose
-        variables have the same kinds and shapes (`conv2d_1` and `conv2d_2`), their slots
-        following them; a pair whose values are equal in the checkpoint is marked `equal`
-        (no loss can tell them apart there). With ambiguous variables: every way to resolve
-        them, the mapping as made having none to offer. MappingError where there would be
-        more than `limit`: add rules that decide some of them.
+        variables have the same kinds and shapes (`conv2d_1` and `conv2d_2`), their slots and
+        other matched sub-variables (`kernel/ExponentialMovingAverage`) following them; a pair
+        whose values are equal in the checkpoint is marked `equal` (no loss can tell them
+        apart there, and the model is the same either way). Only exchanges of two layers are
+        tried, not rotations of three. With ambiguous variables: every way to resolve them,
+        the mapping as made having none to offer. MappingError where more than `limit` would
+        need a loss (equal exchanges do not count): add rules that decide some of them.
         """
         state = self._state
         if state.candidates:
             return self._resolutions(limit)
         slots = {n for n in state.shapes if "/" in n and _kind_of_slot(n) in TF1_SLOTS}
+        subs = {n for n in state.pairs if n.rsplit("/", 1)[0] in state.shapes} - slots
         layers: dict[str, dict[str, str]] = {}  # TF1 layer path -> kind -> TF1 name
         for name, index in state.pairs.items():
-            if state.targets[index].weight and name not in slots and "/" in name:
+            if state.targets[index].weight and name not in slots | subs and "/" in name:
                 layers.setdefault(name.rsplit("/", 1)[0], {})[name.rsplit("/", 1)[1]] = name
         groups: dict[tuple, list[str]] = {}
         for layer, members in layers.items():
             signature = tuple(sorted((kind, state.shapes[n]) for kind, n in members.items()))
-            base = _template(layer)[0]
-            groups.setdefault((base, signature), []).append(layer)
-        exchanges = [
-            (a, b)
-            for group in groups.values()
-            for position, a in enumerate(sorted(group, key=lambda n: _template(n)[1]))
-            for b in sorted(group, key=lambda n: _template(n)[1])[position + 1 :]
-        ]
-        if len(exchanges) > limit:
+            groups.setdefault((_template(layer)[0], signature), []).append(layer)
+        found = []
+        for group in groups.values():
+            ordered = sorted(group, key=lambda n: _template(n)[1])
+            for position, a in enumerate(ordered):
+                for b in ordered[position + 1 :]:
+                    found.append(self._exchange(a, b, layers, subs))
+        needed = sum(not alternative.equal for alternative in found)
+        if needed > limit:
             raise MappingError(
-                f"{len(exchanges)} exchanges of same-shape layers to try, more than limit={limit}: "
+                f"{needed} exchanges of same-shape layers to try, more than limit={limit}: "
                 "pass a larger limit, or name those layers by rules"
             )
-        found = []
-        for a, b in exchanges:
-            changes = {}
-            equal = True
-            for kind, name in layers[a].items():
-                other = layers[b][kind]
-                changes[name], changes[other] = state.pairs[other], state.pairs[name]
-                equal = equal and bool((self.value(name) == self.value(other)).all())
-            why = f"check_swaps: {a} <-> {b}"
-            found.append(Alternative(f"{a} <-> {b}", self._with_pairs(changes, why), equal))
         return found
+
+    def _exchange(
+        self, a: str, b: str, layers: dict[str, dict[str, str]], subs: set[str]
+    ) -> Alternative:
+        """Layers `a` and `b` exchanged, with their sub-variables; `equal` if no value moves."""
+        state, changes, equal = self._state, {}, True
+        for kind, name in layers[a].items():
+            other = layers[b][kind]
+            moved = [(name, other)] + [
+                (sub, other + sub[len(name) :])
+                for sub in subs
+                if sub.startswith(name + "/") and other + sub[len(name) :] in state.pairs
+            ]
+            for first, second in moved:
+                changes[first], changes[second] = state.pairs[second], state.pairs[first]
+                equal = equal and bool((self.value(first) == self.value(second)).all())
+        why = f"check_swaps: {a} <-> {b}"
+        return Alternative(f"{a} <-> {b}", self._with_pairs(changes, why), equal)
 
     def _resolutions(self, limit: int) -> list[Alternative]:
         """Every assignment of the ambiguous TF1 variables to their candidates, one to one."""

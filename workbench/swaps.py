@@ -1,4 +1,4 @@
-"""Catch swapped same-shape layers: the first loss of every assignment the mapping allows.
+"""Catch swapped same-shape layers: the first loss of the mapping and of each exchange of two.
 
 Names and shapes cannot tell two 3x3x8x8 convolutions apart. A model that builds them in
 another order than the `model_fn` gets them swapped by creation order, and the rules a reader
@@ -7,7 +7,8 @@ writes can swap them too; `assign()` accepts either. What tells is the network's
 loss (notebook 10's "A swap of two same-shape layers"). `check_swaps` assigns the mapping and
 each alternative (`Mapping.alternatives()`: every exchange of two same-shape layers of one
 kind, or every resolution of the ambiguous variables), asks the reader's `first_loss` for
-that loss, and keeps the one assignment that reproduces it.
+that loss, and keeps the one assignment that reproduces it. Exchanges of two layers are tried,
+not rotations of three: three layers built in a rotated order give NO_MATCH.
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ class Trial:
 
 @dataclass(frozen=True)
 class SwapCheck:
-    """What `check_swaps` tried and kept; `mapping` is assigned when it returns."""
+    """What `check_swaps` tried and kept; `mapping`'s matched pairs are assigned when it
+    returns."""
 
     trials: list[Trial]
     bound: float
@@ -77,10 +79,15 @@ def check_swaps(
 
     `first_loss`: no arguments, returns the model's loss of the baseline's first batch at the
     weights just assigned, without an update (training=True where TF1's step ran so: batch
-    statistics, TF1's dropout masks). `baseline_loss`: TF1's loss of that step (the
+    statistics, TF1's dropout masks). With `TF1Dropout`, each call must draw step 0's mask:
+    the op keeps its random state between calls, so build a new tf.function (or layer) in
+    each call rather than reusing one. `baseline_loss`: TF1's loss of that step (the
     baseline's `losses[0]`). The bound is compare_runs' for losses: ATOL + RTOL x |loss|.
     Each trial is assigned first, and the kept assignment is assigned last, so state that
-    `first_loss` moves (batch norm's moving statistics) is the checkpoint's again.
+    `first_loss` moves (batch norm's moving statistics) is the checkpoint's again. Where the
+    mapping had ambiguous variables and no way or several ways to assign them fit, the
+    returned `mapping` is that ambiguous one: its matched pairs are assigned again, and the
+    ambiguous variables keep the values of the last way tried.
     Verdicts: CONFIRMED (only the mapping as made fits), SWAPPED (only another one fits; it is
     the returned `mapping`), RESOLVED (the mapping had ambiguous variables and one way to
     assign them fits; it is the returned `mapping`), NO_MATCH (none fits: something other
@@ -108,14 +115,17 @@ def check_swaps(
             fitting.append((name, candidate))
     kept = fitting[0][1] if len(fitting) == 1 else mapping
     verdict, reason = _verdict(fitting, ambiguous, trials)
-    if not (ambiguous and len(fitting) != 1):  # an ambiguous mapping cannot be assigned
-        kept.assign(allow_unmatched)
+    left = [r.tf1 or r.tf2 for r in kept.problems()]  # the ambiguous ones, if any are left
+    kept.assign([*allow_unmatched, *left])
     return SwapCheck(trials, bound, verdict, reason, kept)
 
 
 def _verdict(fitting: list, ambiguous: bool, trials: list[Trial]) -> tuple[str, str]:
     if len(fitting) == 1 and fitting[0][0] == AS_MAPPED:
-        return CONFIRMED, "only the mapping as made reproduces the first loss"
+        return CONFIRMED, (
+            "the mapping as made reproduces the first loss, and no exchange that changes the "
+            "model does"
+        )
     if len(fitting) == 1 and ambiguous:
         return RESOLVED, (
             f"of the ways to assign the ambiguous variables, only {fitting[0][0]} reproduces "
@@ -129,14 +139,17 @@ def _verdict(fitting: list, ambiguous: bool, trials: list[Trial]) -> tuple[str, 
         )
     if not fitting:
         closest = min((t for t in trials if t.difference is not None), key=lambda t: t.difference)
-        left = "the last one tried stays assigned; " if ambiguous else ""
+        left = "the ambiguous variables keep the last way tried; " if ambiguous else ""
         return NO_MATCH, (
-            f"{left}the closest, {closest.assignment}, is {closest.difference:.3g} off: what "
-            "differs is not the order of same-shape layers (likely_causes at step 0: per-replica "
-            "batch, batch norm or dropout, matmul precision)"
+            f"{left}the closest, {closest.assignment}, is {closest.difference:.3g} off: no "
+            "exchange of two same-shape layers explains the first loss (likely_causes at step "
+            "0: per-replica batch, batch norm or dropout, matmul precision; or layers built in "
+            "a rotated order, which rules fix)"
         )
     names = ", ".join(name for name, _ in fitting)
-    kept = "the last one tried stays assigned" if ambiguous else "the mapping as made is assigned"
+    kept = "the mapping as made is assigned"
+    if ambiguous:
+        kept = "the ambiguous variables keep the last way tried"
     return UNDECIDED_ORDER, (
         f"{names} all reproduce the first loss, which cannot tell them apart; {kept}: add "
         "rules, or compare a later step"
