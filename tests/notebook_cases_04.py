@@ -2,7 +2,9 @@
 
 Every good run asserts, inside the notebook, that Model.fit and the custom loop agree with
 notebook 01's stored TPUEstimator run (within 1e-6 on a CPU, one replica or several), that a
-checkpoint carried over with its optimizer slots continues within that tolerance, and that
+checkpoint carried over with its optimizer slots continues within that tolerance (mapped by
+hand and by the workbench, whose likely causes name the optimizer's settings for the run
+without its slots), and that
 the two SavedModels serve the same predictions. The TensorFlow 1 side is the stored run in
 every environment, so no case needs TPUEstimator.
 """

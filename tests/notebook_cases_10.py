@@ -5,7 +5,9 @@ from the TPUEstimator run's `model.ckpt-0`, agree with it (every step's loss wit
 the weights and their moving averages within 1e-4, the batch-norm moving statistics within
 1e-4 relative, the evaluation within 1e-5 and the served probabilities within 1e-4), that
 the swapped-layer mapping is caught, and that each mismatch it measures (per-replica and
-synchronized batch norm, Keras' momentum) costs what it says. In the reference lane the
+synchronized batch norm, Keras' momentum) costs what it says; the workbench's mapping equals
+the hand-made one, its swap check confirms it, and its likely causes name the momentum rule
+and the batch-norm statistics for those two changes. In the reference lane the
 TensorFlow 1 cells run too, and the notebook checks their run against the stored one
 (fixtures/tf1_conv).
 """

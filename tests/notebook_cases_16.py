@@ -7,7 +7,8 @@ baseline on every step and the final weights, from Python and from `python -m wo
 compare` (exit code 0); that each of eight broken migrations parts from it with its cause among
 `likely_causes` and no difference found to be amplified rounding (the per-replica batch and
 the per-replica clip change nothing on one replica, and are asserted to); and that a run
-logged once per call of two steps is refused in one line. In the reference lane the baseline
+logged once per call of two steps is refused in one line, as are four bad inputs (six where
+TPUEstimator records), nothing written or assigned. In the reference lane the baseline
 is recorded live and checked against the stored one (fixtures/workbench_tabular).
 """
 
