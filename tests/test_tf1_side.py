@@ -1,0 +1,72 @@
+"""helpers.tf1_side: the TF1 side environment. The plan on a faked Colab runtime and off it;
+then the path itself, with the reference lane's Python 3.11 standing in for the environment
+that uv makes on Colab (only that download step is Colab's): the workbench's `record` runs
+there as a subprocess and this lane reads the baseline it wrote."""
+
+from __future__ import annotations
+
+import re
+import sys
+
+import pytest
+from support import ROOT
+
+from helpers import tf1_side
+from helpers.environment import Probe
+
+REFERENCE_PYTHON = ROOT / ".venv" / "bin" / "python"
+COLAB = Probe(env={"COLAB_RELEASE_TAG": "release-colab"})
+
+
+def test_the_side_packages_are_the_reference_lanes_pins():
+    locked = (ROOT / "requirements.txt").read_text()
+    for pin in tf1_side.SIDE_PACKAGES:
+        assert re.search(rf"^{re.escape(pin)}\b", locked, re.M), pin
+
+
+def test_on_colab_uv_makes_a_python_3_11_environment_with_the_installed_project(tmp_path):
+    side = tf1_side.plan(COLAB, folder=tmp_path / "side", project="/src/project")
+    make, install = side.commands
+    assert make == ("uv", "venv", "--python", "3.11", str(tmp_path / "side"))
+    assert install[:6] == ("uv", "pip", "install", "--quiet", "--python", str(side.python))
+    assert install[6:] == (*tf1_side.SIDE_PACKAGES, "/src/project")
+    assert side.python == tmp_path / "side" / "bin" / "python"
+    assert set(side.unset) == {"UV_CONSTRAINT", "UV_BUILD_CONSTRAINT"}
+
+
+def test_off_colab_nothing_is_made():
+    side = tf1_side.plan(Probe(env={}))
+    assert side.commands == () and side.python is None
+    assert ".venv/bin/python" in side.notes[0]
+    assert tf1_side.prepare(Probe(env={})) is None
+
+
+def test_the_project_is_installed_as_this_lane_installed_it():
+    assert tf1_side.project_spec() in (str(ROOT), f"file://{ROOT}") or "@" in (
+        tf1_side.project_spec()
+    )
+
+
+@pytest.mark.skipif(not REFERENCE_PYTHON.exists(), reason="the reference lane's .venv is not made")
+def test_record_runs_in_the_side_environment_and_this_lane_reads_the_baseline(
+    tmp_path, monkeypatch
+):
+    from workbench import load_baseline
+
+    monkeypatch.setenv("UV_CONSTRAINT", "/colab/constraints.txt")  # unset for the subprocess
+    out = tmp_path / "baseline"
+    arguments = ["-m", "workbench", "--path", str(ROOT / "tests"), "record"]
+    arguments += ["--model-fn", "workbench_toy:model_fn", "--input-fn", "workbench_toy:input_fn"]
+    arguments += ["--batch-size", "8", "--steps", "2", "--out", str(out)]
+    tf1_side.run(REFERENCE_PYTHON, arguments, cwd=tmp_path)
+    baseline = load_baseline(out)
+    assert len(baseline.steps) == 2 and baseline.tensorflow == "2.15.1"
+    assert sys.version_info[:2] >= (3, 11)  # this lane reads what Python 3.11 wrote
+
+
+@pytest.mark.skipif(not REFERENCE_PYTHON.exists(), reason="the reference lane's .venv is not made")
+def test_a_failing_side_command_is_one_line(tmp_path):
+    with pytest.raises(tf1_side.SideEnvironmentError) as raised:
+        tf1_side.run(REFERENCE_PYTHON, ["-m", "no_such_module"], cwd=tmp_path)
+    message = str(raised.value)
+    assert "\n" not in message and "exit 1" in message and "No module named" in message
