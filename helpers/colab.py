@@ -76,6 +76,7 @@ def plan(
     embeddings: bool = False,
     is_installed: Callable[[str], bool] = installed,
     keras_major: Callable[[], int | None] | None = None,
+    tensorflow_version: Callable[[], str | None] | None = None,
 ) -> Plan:
     """Decide what this runtime needs for a TF2 notebook (with tf1=True the TF1 one, with
     jax=True the Keras 3 on JAX one, with embeddings=True the TPU embeddings one)."""
@@ -102,7 +103,7 @@ def plan(
         note = (
             f"Colab TPU runtime ({tpu.evidence}): installing {' and '.join(TPU_PACKAGES)}."
             if installs
-            else f"Colab TPU runtime ({tpu.evidence}): TensorFlow is already installed."
+            else _installed_tpu_note(tpu.evidence, (tensorflow_version or installed_tensorflow)())
         )
         if missing:
             installs = (*installs, missing)
@@ -115,6 +116,31 @@ def plan(
         else "Colab CPU/GPU runtime: using Colab's TensorFlow."
     )
     return Plan((missing,) if missing else (), {}, (note,))
+
+
+def installed_tensorflow() -> str | None:
+    """The installed TensorFlow's version, by its distribution (no import: it is slow)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    for distribution in ("tensorflow-tpu", "tensorflow", "tensorflow-cpu"):
+        try:
+            return version(distribution)
+        except PackageNotFoundError:
+            continue
+    return None
+
+
+def _installed_tpu_note(evidence: str, found: str | None) -> str:
+    """A TPU runtime that has a TensorFlow already: fine if it is the pinned one, else why not."""
+    if found == TENSORFLOW_VERSION:
+        return f"Colab TPU runtime ({evidence}): TensorFlow {found} is already installed."
+    return (
+        f"Colab TPU runtime ({evidence}): TensorFlow {found} is installed, not the pinned "
+        f"tensorflow-tpu {TENSORFLOW_VERSION}; 2.18 and 2.19 fail on these TPU VMs with "
+        "'No OpKernel was registered to support Op ConfigureDistributedTPU' "
+        "(tensorflow/tensorflow#96203): pip uninstall it, restart the runtime and run this "
+        "cell again to install the pinned one."
+    )
 
 
 def installed_keras_major() -> int | None:

@@ -63,6 +63,23 @@ def test_colab_tpu_vm_with_tensorflow_already_installed_installs_nothing(machine
     assert todo.installs == () and todo.environment == {"TPU_NAME": "local"}
 
 
+def test_a_tpu_runtime_with_another_tensorflow_gets_one_line_naming_the_known_failure(machine):
+    in_colab(machine).add_file("dev/accel0")
+    pinned = colab.plan(
+        machine.probe(),
+        is_installed=everything_installed,
+        tensorflow_version=lambda: colab.TENSORFLOW_VERSION,
+    )
+    assert pinned.notes[0].endswith(f"TensorFlow {colab.TENSORFLOW_VERSION} is already installed.")
+    other = colab.plan(
+        machine.probe(), is_installed=everything_installed, tensorflow_version=lambda: "2.19.0"
+    )
+    (note,) = other.notes
+    assert other.installs == () and "\n" not in note
+    assert "TensorFlow 2.19.0 is installed, not the pinned tensorflow-tpu 2.20.0" in note
+    assert "tensorflow/tensorflow#96203" in note and "pip uninstall" in note
+
+
 def test_colab_cpu_or_gpu_runtime_uses_colabs_tensorflow(machine):
     todo = colab.plan(in_colab(machine).probe(), is_installed=everything_installed)
     assert todo.installs == () and dict(todo.environment) == {}
