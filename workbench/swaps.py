@@ -80,7 +80,7 @@ def check_swaps(
     `first_loss`: no arguments, returns the model's loss of the baseline's first batch at the
     weights just assigned, without an update (training=True where TF1's step ran so: batch
     statistics, TF1's dropout masks). With `TF1Dropout`, each call must draw step 0's mask:
-    the op keeps its random state between calls, so build a new tf.function (or layer) in
+    the op keeps its random state between calls, so build a new tf.function in
     each call rather than reusing one. `baseline_loss`: TF1's loss of that step (the
     baseline's `losses[0]`). The bound is compare_runs' for losses: ATOL + RTOL x |loss|.
     Each trial is assigned first, and the kept assignment is assigned last, so state that
