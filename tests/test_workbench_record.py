@@ -92,6 +92,10 @@ def test_map_and_compare_from_the_command_line(capsys, tmp_path):
     code, out, _ = run_cli(capsys, "map", "--baseline", str(STORED), "--model",
                            "workbench_toy:build_model")  # fmt: skip
     assert code == cli.DONE and "4 pairs matched, 0 unmatched, 0 ambiguous" in out
+    code, out, _ = run_cli(capsys, "map", "--baseline", str(STORED), "--model",
+                           "workbench_toy:build_model", "--first-loss",
+                           "workbench_toy:first_loss")  # fmt: skip
+    assert code == cli.DONE and "verdict: confirmed" in out and "as mapped: first loss" in out
     baseline = load_baseline(STORED)
     for rate, expected in ((toy.RATE, cli.DONE), (0.12, cli.DIFFERENT)):
         steps, weights = toy.train_tf2(baseline, rate)

@@ -83,6 +83,13 @@ def build_model():
     return model
 
 
+def first_loss(model, features, labels) -> float:
+    """The port's loss of one batch, no update: what `python -m workbench map --first-loss`
+    calls for the swap check."""
+    loss_fn = tf.keras.losses.BinaryCrossentropy(from_logits=True)
+    return float(loss_fn(labels, model(features["x"])))
+
+
 def train_tf2(baseline, rate: float = RATE) -> tuple[list[dict[str, float]], dict]:
     """The port: start from model.ckpt-0, train on the baseline's batches with plain SGD."""
     from workbench import map_checkpoint

@@ -8,7 +8,8 @@ stdout and its progress on stderr. Exit codes, for scripts:
   the runs agree within the tolerances);
 - 1: the input was refused, with one line on stderr saying what to change;
 - 2: the command line itself is wrong (argparse's usage message);
-- 3: map: some variable is unmatched or ambiguous (the report says which);
+- 3: map: some variable is unmatched or ambiguous (the report says which), or, with
+  --first-loss, no single assignment reproduces the baseline's first loss (or several do);
 - 4: compare: the runs part, and the one-ulp check (--nudged) did not show it to be
   amplified rounding (the report gives the step, the worst element and the likely causes).
 """
@@ -120,7 +121,34 @@ def map_(args: argparse.Namespace) -> int:
     checkpoint = baseline.final_checkpoint if args.final else baseline.checkpoint
     mapping = map_checkpoint(checkpoint, model, rules=rules, optimizer=optimizer)
     print(mapping.report())
-    return UNMAPPED if mapping.problems() else DONE
+    if not args.first_loss:
+        return UNMAPPED if mapping.problems() else DONE
+    return _check_swaps(args, baseline, model, mapping)
+
+
+def _check_swaps(args: argparse.Namespace, baseline: Any, model: Any, mapping: Any) -> int:
+    """--first-loss: the swap check on the baseline's first batch (the model in this process
+    only is assigned; nothing is written)."""
+    from workbench.swaps import CONFIRMED, RESOLVED, SWAPPED, check_swaps
+
+    if args.final:
+        raise CliError("--first-loss checks model.ckpt-0, the start: leave out --final")
+    unmatched = [r for r in mapping.problems() if r.status != "ambiguous"]
+    if unmatched:
+        return UNMAPPED  # the report above names them; an unmatched variable has no trial
+    loss_of = load_function(args.first_loss, "--first-loss")
+    features, labels = baseline.batches()[0]
+    check = check_swaps(
+        mapping, lambda: float(loss_of(model, features, labels)), baseline.steps[0]["loss"]
+    )
+    print(check.summary())
+    if check.verdict in (SWAPPED, RESOLVED):
+        print("the assignment that fits, in TF1 name -> TF2 name (write rules for it):")
+        before = mapping.target_names()
+        for name, target in check.mapping.target_names().items():
+            if before.get(name) != target:
+                print(f"  {name} -> {target}")
+    return DONE if check.verdict == CONFIRMED else UNMAPPED
 
 
 def compare(args: argparse.Namespace) -> int:
@@ -221,7 +249,8 @@ def parser() -> argparse.ArgumentParser:
         "map",
         help="match the baseline's checkpoint to your Keras model and report every variable",
         description="--model names a function that returns your built Keras model (compiled, "
-        "with its optimizer built) or (model, optimizer). Nothing is assigned.",
+        "with its optimizer built) or (model, optimizer). Nothing is written; only --first-loss "
+        "assigns, to the model in this process.",
     )
     mapper.add_argument("--baseline", required=True, help="a folder `record` wrote")
     mapper.add_argument("--model", required=True, help="module:function returning the model")
@@ -231,6 +260,12 @@ def parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     mapper.add_argument(
         "--final", action="store_true", help="map the last checkpoint, not model.ckpt-0"
+    )
+    mapper.add_argument(
+        "--first-loss",
+        metavar="MODULE:FUNCTION",
+        help="f(model, features, labels) -> the loss of the baseline's first batch, no update: "
+        "runs the swap check (check_swaps) on model.ckpt-0",
     )
     mapper.set_defaults(handler=map_)
 
