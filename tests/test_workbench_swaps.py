@@ -59,17 +59,24 @@ def squared_sum(model):
     return lambda: float(np.sum(model(X).numpy().astype(np.float64) ** 2))
 
 
-@pytest.mark.tensorflow
-def test_layers_applied_in_another_order_are_swapped_back_with_their_slots(tf, tmp_path):
+def checked(tf, tmp_path, order, applied):
+    """A TF1 chain applying its layers in `order`, mapped onto a Keras chain, swap-checked
+    against TF1's loss of the layers `applied`: (stored, optimizer, mapping, check)."""
     from workbench import map_checkpoint, read_checkpoint
 
-    # TF1 created dense, then dense_1, and applied dense_1 first: Keras' order is the other one
-    checkpoint = save_tf1_graph(tf, tmp_path, chain(order=(1, 0)))
+    checkpoint = save_tf1_graph(tf, tmp_path, chain(order=order))
     stored = read_checkpoint(checkpoint)
     model, optimizer = keras_chain(fresh(tf))
     mapping = map_checkpoint(checkpoint, model, optimizer=optimizer)
-    assert not mapping.problems(), mapping.report()  # names and shapes accept the wrong order
-    check = check_swaps(mapping, squared_sum(model), tf1_loss(stored, ["dense_1", "dense"]))
+    assert not mapping.problems(), mapping.report()  # names and shapes accept either order
+    check = check_swaps(mapping, squared_sum(model), tf1_loss(stored, applied))
+    return stored, model, optimizer, mapping, check
+
+
+@pytest.mark.tensorflow
+def test_layers_applied_in_another_order_are_swapped_back_with_their_slots(tf, tmp_path):
+    # TF1 created dense, then dense_1, and applied dense_1 first: Keras' order is the other one
+    stored, model, optimizer, mapping, check = checked(tf, tmp_path, (1, 0), ["dense_1", "dense"])
     assert check.verdict == SWAPPED, check.summary()
     assert [t.assignment for t in check.trials] == [AS_MAPPED, "dense <-> dense_1"]
     assert check.trials[0].difference > 1e-3 >= check.trials[1].difference
@@ -87,13 +94,7 @@ def test_layers_applied_in_another_order_are_swapped_back_with_their_slots(tf, t
 
 @pytest.mark.tensorflow
 def test_the_right_order_is_confirmed_and_the_swap_refused(tf, tmp_path):
-    from workbench import map_checkpoint, read_checkpoint
-
-    checkpoint = save_tf1_graph(tf, tmp_path, chain(order=(0, 1)))
-    stored = read_checkpoint(checkpoint)
-    model, optimizer = keras_chain(fresh(tf))
-    mapping = map_checkpoint(checkpoint, model, optimizer=optimizer)
-    check = check_swaps(mapping, squared_sum(model), tf1_loss(stored, ["dense", "dense_1"]))
+    stored, model, _, mapping, check = checked(tf, tmp_path, (0, 1), ["dense", "dense_1"])
     assert check.verdict == CONFIRMED, check.summary()
     assert check.trials[1].difference > 1e-3
     assert check.mapping is mapping

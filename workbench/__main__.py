@@ -129,11 +129,12 @@ def map_(args: argparse.Namespace) -> int:
 def _check_swaps(args: argparse.Namespace, baseline: Any, model: Any, mapping: Any) -> int:
     """--first-loss: the swap check on the baseline's first batch (the model in this process
     only is assigned; nothing is written)."""
+    from workbench.mapping import AMBIGUOUS
     from workbench.swaps import CONFIRMED, RESOLVED, SWAPPED, check_swaps
 
     if args.final:
         raise CliError("--first-loss checks model.ckpt-0, the start: leave out --final")
-    unmatched = [r for r in mapping.problems() if r.status != "ambiguous"]
+    unmatched = [r for r in mapping.problems() if r.status != AMBIGUOUS]
     if unmatched:
         return UNMAPPED  # the report above names them; an unmatched variable has no trial
     loss_of = load_function(args.first_loss, "--first-loss")
