@@ -20,13 +20,13 @@ say lane "current" (`tools.device_run`): run the check with the current lane's p
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from helpers.colab import installed
 from helpers.environment import Probe, find_tpu, nvidia_gpus
 from tools.project import ROOT, notebook_paths
 
@@ -64,10 +64,6 @@ def accelerator(probe: Probe | None = None, root: Path = Path("/")) -> str | Non
         return f"TPU ({tpu.evidence})"
     gpus = nvidia_gpus(root)
     return f"GPU ({len(gpus)} NVIDIA device(s))" if gpus else None
-
-
-def _installed(module: str) -> bool:
-    return importlib.util.find_spec(module) is not None
 
 
 def _select(names: Sequence[str], paths: list[Path]) -> list[Path]:
@@ -113,7 +109,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "the CPU, to try it)"
         )
         return EXIT_NOTHING_TO_RECORD
-    paths = _select(args.notebook, notebooks_to_run(_installed))
+    paths = _select(args.notebook, notebooks_to_run(installed))
     if not paths:
         print("neither TensorFlow nor JAX is installed: no notebook can run here")
         return EXIT_NOTHING_TO_RECORD
