@@ -139,6 +139,28 @@ def test_equal_layers_are_not_run_and_a_wrong_loss_is_no_match(tf, tmp_path):
 
 
 @pytest.mark.tensorflow
+def test_no_match_names_the_variables_left_to_the_reader(tf, tmp_path):
+    from workbench import map_checkpoint
+
+    checkpoint = save_tf1_graph(tf, tmp_path, chain(order=(0, 1), train=False))
+    stored = tf.train.load_checkpoint(checkpoint)
+    expected = tf1_loss(
+        {n: stored.get_tensor(n) for n in ("dense/kernel", "dense_1/kernel")}, ("dense", "dense_1")
+    )
+    model, _ = keras_chain(fresh(tf), count=3)  # dense_2: no TF1 variable, assigned by hand
+    mapping = map_checkpoint(checkpoint, model)
+    allow = [r".*dense_2/kernel"]
+    model.layers[2].kernel.assign(np.eye(4, dtype=np.float32))  # the right value: x unchanged
+    assert check_swaps(mapping, squared_sum(model), expected, allow).verdict == CONFIRMED
+    model.layers[2].kernel.assign(2 * np.eye(4, dtype=np.float32))  # a wrong one
+    off = check_swaps(mapping, squared_sum(model), expected, allow)
+    assert off.verdict == NO_MATCH, off.summary()
+    left = [row.tf2 for row in mapping.problems()]
+    assert left == [mapping.rows()[-1].tf2] and left[0].endswith("dense_2/kernel")
+    assert off.reason.endswith(f"left to you ({left[0]}): check the values you gave them")
+
+
+@pytest.mark.tensorflow
 def test_more_exchanges_than_the_limit_are_refused_in_one_line(tf, tmp_path):
     from workbench import map_checkpoint
 

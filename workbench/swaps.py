@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from helpers.compare import format_difference
 from workbench.compare import ATOL, RTOL
-from workbench.mapping import Mapping
+from workbench.mapping import AMBIGUOUS, Mapping
 
 # SwapCheck.verdict
 CONFIRMED, SWAPPED, RESOLVED, NO_MATCH, UNDECIDED_ORDER = (
@@ -91,8 +91,9 @@ def check_swaps(
     Verdicts: CONFIRMED (only the mapping as made fits), SWAPPED (only another one fits; it is
     the returned `mapping`), RESOLVED (the mapping had ambiguous variables and one way to
     assign them fits; it is the returned `mapping`), NO_MATCH (none fits: something other
-    than the order differs, see likely_causes) and UNDECIDED_ORDER (several fit: the first
-    loss cannot tell them apart).
+    than the order differs, see likely_causes; its reason names the TF2 variables that
+    `allow_unmatched` left to the reader, whose values the check cannot vouch for) and
+    UNDECIDED_ORDER (several fit: the first loss cannot tell them apart).
     """
     bound = ATOL["losses"] + RTOL["losses"] * abs(float(baseline_loss))
     alternatives = mapping.alternatives(limit)
@@ -115,6 +116,12 @@ def check_swaps(
             fitting.append((name, candidate))
     kept = fitting[0][1] if len(fitting) == 1 else mapping
     verdict, reason = _verdict(fitting, ambiguous, trials)
+    outside = [r.tf2 for r in mapping.problems() if r.tf2 and r.status != AMBIGUOUS]
+    if verdict == NO_MATCH and outside:  # allowed unmatched: the reader assigned them, or not
+        reason += (
+            f"; or the TF2 variables the mapping left to you ({', '.join(outside)}): check the "
+            "values you gave them"
+        )
     left = [r.tf1 or r.tf2 for r in kept.problems()]  # the ambiguous ones, if any are left
     kept.assign([*allow_unmatched, *left])
     return SwapCheck(trials, bound, verdict, reason, kept)
