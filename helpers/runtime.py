@@ -117,7 +117,8 @@ def runtime_line(
     one_device: str,
 ) -> str:
     """The one line every notebook prints about its runtime (`Runtime: KIND | RUNNER with N
-    replicas on DEVICES | VERSIONS | why`); the compatibility records parse it."""
+    replicas on DEVICES | VERSIONS | why`); the compatibility records parse it. With one
+    replica a second line, ONE_REPLICA, says what that means for the notebook's lessons."""
     reason = choice.reason
     if choice.kind == "CPU":
         reason += (
@@ -125,10 +126,20 @@ def runtime_line(
             if replicas > 1
             else f"; {one_device}"
         )
-    return (
+    line = (
         f"Runtime: {choice.kind} | {runner} with {replicas} "
         f"replica{'s' if replicas != 1 else ''} on {devices} | {versions} | {reason}"
     )
+    return line + "\n" + ONE_REPLICA if replicas == 1 else line
+
+
+# The second runtime line with one replica: a one-chip TPU (Colab's free v5e-1), one GPU, or
+# the CPU stand-in at virtual_replicas=1, which is how the tests check one chip.
+ONE_REPLICA = (
+    "One replica, as on one TPU chip (Colab's free v5e-1): every lesson about several "
+    "replicas runs but shows nothing here, and needs a slice of several chips; the box at "
+    "the top of this notebook says which lessons those are."
+)
 
 
 def keras_version() -> str:

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import pytest
 
 from helpers.errors import ParameterError, RuntimeUnavailableError
-from helpers.runtime import choose
+from helpers.runtime import ONE_REPLICA, Choice, choose, runtime_line
 
 
 def no_gpus() -> list[str]:
@@ -171,3 +171,15 @@ def test_unknown_accelerator_is_a_parameter_error(machine):
 def test_friendly_errors_render_as_their_message_alone():
     error = RuntimeUnavailableError("no TPU here")
     assert error._render_traceback_() == ["RuntimeUnavailableError: no TPU here"]
+
+
+@pytest.mark.parametrize("kind", ["TPU", "GPU", "CPU"])
+def test_one_replica_adds_a_line_on_what_one_chip_means(kind):
+    from tools.device_run import RUNTIME_LINE
+
+    args = ("Runner", "dev:0", "TensorFlow x", "virtual devices", "one device")
+    one = runtime_line(Choice(kind, "found"), args[0], 1, *args[1:]).split("\n")
+    several = runtime_line(Choice(kind, "found"), args[0], 8, *args[1:]).split("\n")
+    assert one[1] == ONE_REPLICA and len(one) == 2 and len(several) == 1
+    assert one[0].startswith(f"Runtime: {kind} | Runner with 1 replica on dev:0")
+    assert RUNTIME_LINE.search(one[0]).groups() == (kind, "1")  # the records still parse it
