@@ -6,8 +6,10 @@ notebook's own environment. `plan()` describes a second environment beside it: P
 (uv, which Colab ships, downloads that Python itself), the reference lane's TensorFlow and
 `tensorflow-estimator`, and this package at the commit the notebook installed. `prepare()`
 makes it once; `run()` runs a command there as a subprocess (`-m workbench record ...`), so
-that the TF2 cells read the baseline it writes. Off Colab nothing is made: the reference
-lane's `.venv` (made by `make run`) is that environment already.
+that the TF2 cells read the baseline it writes. The command imports the TF1 code from a
+module: `module_from_cells()` writes the notebook cells that define it into one. Off Colab
+nothing is made: the reference lane's `.venv` (made by `make run`) is that environment
+already.
 
 Colab sets UV_CONSTRAINT and UV_BUILD_CONSTRAINT to its own pins (googlecolab/colabtools#5237),
 which would force its TensorFlow into the side environment: both are unset for uv here.
@@ -15,11 +17,13 @@ which would force its TensorFlow into the side environment: both are unset for u
 
 from __future__ import annotations
 
+import inspect
 import json
+import linecache
 import os
 import shutil
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -33,6 +37,13 @@ SIDE_PACKAGES = ("tensorflow==2.15.1", "tensorflow-estimator==2.15.0", "numpy==1
 DISTRIBUTION = "tpu-migration-helpers"
 COLAB_FOLDER = Path("/content/tf1-side")
 UNSET = ("UV_CONSTRAINT", "UV_BUILD_CONSTRAINT")  # Colab's pins, not the side environment's
+# What the TF1 cells of a notebook use without importing it themselves (the setup cell's).
+CELL_IMPORTS = (
+    "import numpy as np",
+    "import tensorflow as tf",
+    "import tensorflow.compat.v1 as tf1",
+)
+MODULE_MARK = "# Written by helpers.tf1_side.module_from_cells from these notebook cells:"
 
 
 class SideEnvironmentError(FriendlyError, RuntimeError):
@@ -153,3 +164,41 @@ def run(
             f"{done.returncode}): {_last_line(done)}"
         )
     return done.stdout
+
+
+def module_from_cells(
+    path: Path | str, *functions: Callable, imports: Sequence[str] = CELL_IMPORTS
+) -> Path:
+    """Write the whole notebook cells that define `functions` into the module `path`.
+
+    A subprocess imports its `model_fn` from a module (`record --model-fn module:model_fn`),
+    and a notebook's functions live in cells: IPython keeps each cell's source under the
+    file name its functions report (`inspect.getsourcefile`), so the cells can be written
+    out whole, with the constants and data they define, after `imports`. Each cell once, in
+    the order of `functions`. A file this function did not write is never overwritten.
+    """
+    path = Path(path)
+    if path.exists() and not path.read_text().startswith(MODULE_MARK):
+        raise SideEnvironmentError(
+            f"{path} exists and was not written by module_from_cells: give a new file name"
+        )
+    cells: list[str] = []
+    for function in functions:
+        try:
+            filename = inspect.getsourcefile(function) or ""
+        except TypeError:  # a built-in: no source file
+            filename = ""
+        lines = linecache.getlines(filename) if filename else []
+        if not lines:
+            raise SideEnvironmentError(
+                f"the source of {function.__name__} is not available ({filename or 'no file'}): "
+                "define it in a notebook cell or a module, then write the module again"
+            )
+        cell = "".join(lines).rstrip() + "\n"
+        if cell not in cells:
+            cells.append(cell)
+    names = ", ".join(function.__name__ for function in functions)
+    text = "\n".join([f"{MODULE_MARK} {names}", *imports, "", *cells])
+    compile(text, str(path), "exec")  # a syntax error here, not in the subprocess
+    path.write_text(text)
+    return path

@@ -5,6 +5,7 @@ there as a subprocess and this lane reads the baseline it wrote."""
 
 from __future__ import annotations
 
+import linecache
 import re
 import sys
 
@@ -47,16 +48,49 @@ def test_the_project_is_installed_as_this_lane_installed_it():
     )
 
 
+def as_cell(source: str, number: int) -> dict:
+    """Run `source` as IPython runs a cell: its text kept in linecache under the cell's name."""
+    name = f"/tmp/ipykernel_0/cell_{number}.py"
+    linecache.cache[name] = (len(source), None, source.splitlines(keepends=True), name)
+    namespace: dict = {}
+    exec(compile(source, name, "exec"), namespace)
+    return namespace
+
+
+def test_module_from_cells_writes_each_cell_once_and_only_its_own_files(tmp_path):
+    data = as_cell("K = 3\n\n\ndef input_fn(params):\n    return [K] * params\n", 1)
+    model = as_cell("def model_fn(x):\n    return x * K\n", 2)
+    functions = (data["input_fn"], model["model_fn"], data["input_fn"])
+    path = tf1_side.module_from_cells(tmp_path / "your_tf1_code.py", *functions, imports=())
+    namespace: dict = {}
+    exec(path.read_text(), namespace)
+    assert namespace["model_fn"](namespace["input_fn"](2)) == [3, 3, 3, 3, 3, 3]
+    assert path.read_text().count("K = 3") == 1  # each cell once
+    tf1_side.module_from_cells(path, model["model_fn"], imports=())  # its own file: rewritten
+    assert "K = 3" not in path.read_text()
+    theirs = tmp_path / "theirs.py"
+    theirs.write_text("keep = True\n")
+    with pytest.raises(tf1_side.SideEnvironmentError, match="was not written by"):
+        tf1_side.module_from_cells(theirs, model["model_fn"])
+    assert theirs.read_text() == "keep = True\n"
+    with pytest.raises(tf1_side.SideEnvironmentError, match="source of len is not available"):
+        tf1_side.module_from_cells(tmp_path / "other.py", len)
+
+
 @pytest.mark.skipif(not REFERENCE_PYTHON.exists(), reason="the reference lane's .venv is not made")
 def test_record_runs_in_the_side_environment_and_this_lane_reads_the_baseline(
     tmp_path, monkeypatch
 ):
+    """Notebook 16's Colab cell: the TF1 cells written into a module, `record` run there."""
     from workbench import load_baseline
 
+    toy = (ROOT / "tests" / "workbench_toy.py").read_text()
+    cell = as_cell(toy.replace("from __future__ import annotations\n", ""), 3)
+    module = tf1_side.module_from_cells(tmp_path / "your_tf1_code.py", cell["model_fn"])
     monkeypatch.setenv("UV_CONSTRAINT", "/colab/constraints.txt")  # unset for the subprocess
     out = tmp_path / "baseline"
-    arguments = ["-m", "workbench", "--path", str(ROOT / "tests"), "record"]
-    arguments += ["--model-fn", "workbench_toy:model_fn", "--input-fn", "workbench_toy:input_fn"]
+    arguments = ["-m", "workbench", "--path", str(module.parent), "record"]
+    arguments += ["--model-fn", "your_tf1_code:model_fn", "--input-fn", "your_tf1_code:input_fn"]
     arguments += ["--batch-size", "8", "--steps", "2", "--out", str(out)]
     tf1_side.run(REFERENCE_PYTHON, arguments, cwd=tmp_path)
     baseline = load_baseline(out)
