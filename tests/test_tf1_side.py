@@ -104,3 +104,35 @@ def test_a_failing_side_command_is_one_line(tmp_path):
         tf1_side.run(REFERENCE_PYTHON, ["-m", "no_such_module"], cwd=tmp_path)
     message = str(raised.value)
     assert "\n" not in message and "exit 1" in message and "No module named" in message
+
+
+@pytest.mark.skipif(not REFERENCE_PYTHON.exists(), reason="the reference lane's .venv is not made")
+def test_notebook_16s_colab_cell_records_in_the_side_environment(tmp_path):
+    """The cell itself, in a kernel of a lane without TPUEstimator (as on Colab): a fake
+    `google.colab` module, and the reference lane's Python in place of `prepare()`'s."""
+    import importlib.util
+
+    if importlib.util.find_spec("tensorflow_estimator"):
+        pytest.skip("this lane has TPUEstimator: the notebook records in its own process")
+    nbformat = pytest.importorskip("nbformat")
+    from nbclient import NotebookClient
+
+    notebook = nbformat.read(ROOT / "notebooks" / "16_migrate_your_own_model.ipynb", 4)
+    cells = notebook.cells
+    end = next(i for i, c in enumerate(cells) if "Colab only: record the baseline" in c.source)
+    start = next(i for i, c in enumerate(cells) if "parameters" in c.metadata.get("tags", []))
+    as_on_colab = nbformat.v4.new_code_cell(
+        "import types\nfrom pathlib import Path\nfrom helpers import tf1_side\n"
+        "sys.modules['google.colab'] = types.ModuleType('google.colab')\n"
+        f"tf1_side.prepare = lambda: Path({str(REFERENCE_PYTHON)!r})\n"
+        f"virtual_replicas, model_dir = 2, {str(tmp_path / 'model')!r}"
+    )
+    same_as_stored = nbformat.v4.new_code_cell(
+        "stored = read_stored_baseline()\n"
+        "np.testing.assert_allclose([s['loss'] for s in baseline.steps], "
+        "[s['loss'] for s in stored.steps], atol=1e-6)"
+    )
+    notebook.cells = [*cells[: start + 1], as_on_colab, *cells[start + 1 : end + 1], same_as_stored]
+    NotebookClient(notebook, timeout=600, resources={"metadata": {"path": str(tmp_path)}}).execute()
+    printed = "".join(o.get("text", "") for o in notebook.cells[-2].outputs)
+    assert "recorded in the side environment:" in printed and "8 steps of 16 examples" in printed
