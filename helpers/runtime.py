@@ -136,9 +136,9 @@ def runtime_line(
 # The second runtime line with one replica: a one-chip TPU (Colab's free v5e-1), one GPU, or
 # the CPU stand-in at virtual_replicas=1, which is how the tests check one chip.
 ONE_REPLICA = (
-    "One replica, as on one TPU chip (Colab's free v5e-1): every lesson about several "
-    "replicas runs but shows nothing here, and needs a slice of several chips; the box at "
-    "the top of this notebook says which lessons those are."
+    "One replica, as on one v5e or v6e chip (Colab's free v5e-1): a lesson about several "
+    "replicas runs with nothing to split, or is skipped, and needs a slice of several chips; "
+    "the box at the top of this notebook says which lessons, if any, those are."
 )
 
 

@@ -99,7 +99,7 @@ def plan(probe: Probe | None = None, folder: Path = COLAB_FOLDER, project: str =
         python=python,
         notes=(
             f"Colab: a Python {SIDE_PYTHON} environment in {folder} with "
-            f"{', '.join(SIDE_PACKAGES[:2])} for the TF1 half (about a minute, once).",
+            f"{', '.join(SIDE_PACKAGES[:2])} for the TF1 half (made once).",
         ),
     )
 

@@ -1,7 +1,7 @@
 """papermill cases for 05_performance (same `Case` as notebook_cases.CASES).
 
 Every good run measures each path with a few short repeats and asserts only wide margins
-(100 steps per call at least 1.25 times the steps/s of one on a device, for the custom loop, and for
+(100 steps per call at least 1.25 times the steps/s of one on a CPU, for the custom loop, and for
 Model.fit where Keras runs it); the TPUEstimator rows, and the check that it runs one step
 per session.run off a TPU, need TensorFlow 2.15 (the reference lane). Cases keep steps at
 the minimum of 100 so the lanes stay quick; nbval covers the defaults (8 replicas).

@@ -93,6 +93,8 @@ def test_record_runs_in_the_side_environment_and_this_lane_reads_the_baseline(
     arguments += ["--model-fn", "your_tf1_code:model_fn", "--input-fn", "your_tf1_code:input_fn"]
     arguments += ["--batch-size", "8", "--steps", "2", "--out", str(out)]
     tf1_side.run(REFERENCE_PYTHON, arguments, cwd=tmp_path)
+    seen = ["-c", "import os; print(os.environ.get('UV_CONSTRAINT'))"]
+    assert tf1_side.run(REFERENCE_PYTHON, seen).strip() == "None"  # Colab's pin, unset
     baseline = load_baseline(out)
     assert len(baseline.steps) == 2 and baseline.tensorflow == "2.15.1"
     assert sys.version_info[:2] >= (3, 11)  # this lane reads what Python 3.11 wrote
