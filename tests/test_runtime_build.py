@@ -13,7 +13,7 @@ import json
 import pytest
 from support import code_cell, run_python
 
-from helpers.runtime import compact_devices
+from helpers.runtime import ONE_REPLICA, compact_devices
 
 pytestmark = pytest.mark.tensorflow  # each case starts TensorFlow in a subprocess
 
@@ -49,8 +49,6 @@ def test_the_notebook_cell_builds_the_requested_replicas_on_the_cpu(replicas, st
     *printed, report_line = result.stdout.strip().splitlines()
     report = json.loads(report_line)
     assert report == {"replicas": replicas, "kind": "CPU", "strategy": strategy, "cpus": replicas}
-    from helpers.runtime import ONE_REPLICA
-
     assert printed[1:] == ([ONE_REPLICA] if replicas == 1 else []) and printed[0].startswith(
         f"Runtime: CPU | {strategy} with {replicas} replica"
     )

@@ -5,6 +5,7 @@ there as a subprocess and this lane reads the baseline it wrote."""
 
 from __future__ import annotations
 
+import importlib.util
 import linecache
 import re
 import sys
@@ -112,8 +113,6 @@ def test_a_failing_side_command_is_one_line(tmp_path):
 def test_notebook_16s_colab_cell_records_in_the_side_environment(tmp_path):
     """The cell itself, in a kernel of a lane without TPUEstimator (as on Colab): a fake
     `google.colab` module, and the reference lane's Python in place of `prepare()`'s."""
-    import importlib.util
-
     if importlib.util.find_spec("tensorflow_estimator"):
         pytest.skip("this lane has TPUEstimator: the notebook records in its own process")
     nbformat = pytest.importorskip("nbformat")
