@@ -4,8 +4,8 @@ The first cell of every notebook installs this package from the collection's rep
 calls `prepare()`; outside Colab the cell does nothing. What Colab needs differs by runtime:
 
 - TPU runtimes are TPU VMs with no TensorFlow installed: they get the TPU build of
-  TensorFlow with the libtpu it was released with, and TPU_NAME=local so that
-  `runtime.choose` and `TPUClusterResolver` use the TPU attached to the VM.
+  TensorFlow with a libtpu in the range its wheel declares (pip takes the newest in it), and
+  TPU_NAME=local so that `runtime.choose` and `TPUClusterResolver` use the TPU attached to the VM.
 - CPU and GPU runtimes come with TensorFlow: the notebook uses it, and only missing packages
   are installed.
 - The Keras 3 on JAX notebook (`jax=True`) trains on JAX and uses TensorFlow only to read
