@@ -5,7 +5,8 @@ What the notebook runs on its own model (the parity of both TF2 paths with the T
 costs of per-replica and synchronized batch norm and of Keras' momentum, the swapped-layer
 check, the bfloat16 pixels, the Grappler runs, `model.ckpt-0`) its cells assert. Left here:
 the general rules its prose quotes, run in one TensorFlow subprocess in every lane (the fused
-batch norm's in a second one, in the reference lane only), so that a
+batch norm's in a second one, in the reference lane only; its rounding with oneDNN off in a
+third), so that a
 release that changes one fails with the claim's name; and the statements about
 `TPUEstimator` on a CPU and on a TPU, read in the files the notebook names as their source
 (the estimator's only in the reference lane), without starting TensorFlow.
@@ -62,6 +63,25 @@ with tf1.Graph().as_default() as graph:
     types = sorted({op.type for op in graph.get_operations() if "BatchNorm" in op.type})
     updates = len(tf1.get_collection(tf1.GraphKeys.UPDATE_OPS))
 print(json.dumps({"types": types, "updates": updates}))
+"""
+
+ONEDNN_BATCH_NORM = """
+import json
+
+import numpy as np
+
+from helpers.quiet import quiet_logs
+
+quiet_logs()
+import tensorflow as tf
+
+batch = np.random.default_rng(0).normal(0.3, 1.2, (16, 8, 8, 16)).astype(np.float32)
+ones, zeros = np.ones(16, np.float32), np.zeros(16, np.float32)
+fused = tf.compat.v1.nn.fused_batch_norm(batch, ones, zeros, epsilon=1e-5, is_training=True)[0]
+mean, variance = tf.nn.moments(tf.constant(batch), [0, 1, 2])
+formula = (batch - mean) * tf.math.rsqrt(variance + 1e-5)
+gap = float(np.abs(fused.numpy() - formula.numpy()).max())
+print(json.dumps({"largest": gap}))
 """
 
 
@@ -237,3 +257,10 @@ def test_plain_batch_norm_moving_variance_per_keras_generation() -> None:
         assert_quotes(layer, "_moments", "def _renorm_correction_and_moments(", moments)
         nn = installed_source("keras", "src", "backend", "tensorflow", "nn.py")
         assert "return tf.nn.moments(x, axes, keepdims=keepdims)" in nn
+
+
+@pytest.mark.tensorflow
+def test_fused_batch_norm_rounds_as_moments_with_onednn_off() -> None:
+    """Notebook 10 switches oneDNN off so that TF1's fused batch norm rounds as TF2's ops."""
+    off = run_python_json(ONEDNN_BATCH_NORM, env={"TF_ENABLE_ONEDNN_OPTS": "0"})
+    assert off["largest"] == 0.0  # with oneDNN on, the CPU's (1.9e-06 on an AMD EPYC, AVX-512)

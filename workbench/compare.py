@@ -206,9 +206,21 @@ class Comparison:
             parting = self.partings[quantity]
             largest = format_difference(float(difference.max()) if difference.size else 0.0)
             if parting is None:
+                # with its bound (the largest step's), as output_compare reads a bounded value:
+                # which step rounds most, and by how much, is the CPU's, not the migration's
+                _, bounds = _gap_and_bound(
+                    self.baseline.stepwise[quantity],
+                    self.candidate.stepwise[quantity],
+                    self.atol[quantity],
+                    self.rtol[quantity],
+                )
+                within = format_difference(
+                    float(difference.max()) if difference.size else 0.0,
+                    float(bounds.max()) if bounds.size else None,
+                )
                 lines.append(
                     f"{quantity}: within tolerance over {difference.size} steps, "
-                    f"max |diff| {largest}"
+                    f"max |diff| {within}"
                 )
             else:
                 beyond = format_difference(parting.difference, at_least=parting.bound)
@@ -216,16 +228,17 @@ class Comparison:
                     f"{quantity}: parts at step {parting.step} (baseline {parting.baseline:.8g}, "
                     f"candidate {parting.candidate:.8g}, |diff| {beyond}), max |diff| {largest}"
                 )
-        if self.worst is not None:
+        if self.worst is not None and self.weights_outside:
             w = self.worst
-            gap = (
-                format_difference(w.difference, at_least=w.bound)
-                if self.weights_outside
-                else format_difference(w.difference, w.bound)
-            )
             lines.append(
                 f"weights: worst {w.variable}{list(w.index)} baseline {w.baseline:.8g}, candidate "
-                f"{w.candidate:.8g}, |diff| {gap}"
+                f"{w.candidate:.8g}, |diff| {format_difference(w.difference, at_least=w.bound)}"
+            )
+        elif self.worst is not None:  # within: which element rounds most is the CPU's choice
+            w = self.worst
+            lines.append(
+                "weights: within tolerance, the element nearest its bound |diff| "
+                f"{format_difference(w.difference, w.bound)}"
             )
         lines += [f"not compared: {what}" for what in self.not_compared]
         return "\n".join(lines)
