@@ -6,7 +6,7 @@ costs of per-replica and synchronized batch norm and of Keras' momentum, the swa
 check, the bfloat16 pixels, the Grappler runs, `model.ckpt-0`) its cells assert. Left here:
 the general rules its prose quotes, run in one TensorFlow subprocess in every lane (the fused
 batch norm's in a second one, in the reference lane only; its rounding with oneDNN off in a
-third), so that a
+third, in every lane), so that a
 release that changes one fails with the claim's name; and the statements about
 `TPUEstimator` on a CPU and on a TPU, read in the files the notebook names as their source
 (the estimator's only in the reference lane), without starting TensorFlow.

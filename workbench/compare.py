@@ -206,7 +206,7 @@ class Comparison:
             parting = self.partings[quantity]
             largest = format_difference(float(difference.max()) if difference.size else 0.0)
             if parting is None:
-                # with its bound (the largest step's), as output_compare reads a bounded value:
+                # with its bound (the loosest step's), as output_compare reads a bounded value:
                 # which step rounds most, and by how much, is the CPU's, not the migration's
                 _, bounds = _gap_and_bound(
                     self.baseline.stepwise[quantity],
