@@ -44,6 +44,10 @@ def test_identical_and_within_tolerance():
     comparison = compare_runs(run(), run(LOSSES + 1e-7))
     assert comparison.verdict()[0] == WITHIN and comparison.first_step is None
     assert likely_causes(comparison) == []
+    # within tolerance: the largest |diff| with the loosest step's bound, 1e-5 + 1e-6 * 1.0
+    assert comparison.summary().splitlines()[1] == (
+        "losses: within tolerance over 12 steps, max |diff| 1.00e-07 (≤ 1.1e-05)"
+    )
 
 
 def test_a_stored_tf1_run_loads_as_it_is_and_a_shifted_warm_up_is_found():

@@ -158,6 +158,7 @@ class Comparison:
     atol: dict[str, float]
     rtol: dict[str, float]
     differences: dict[str, np.ndarray] = field(default_factory=dict)  # |diff| per step
+    bounds: dict[str, np.ndarray] = field(default_factory=dict)  # atol + rtol·|baseline| per step
     partings: dict[str, Parting | None] = field(default_factory=dict)
     worst: Worst | None = None
     not_compared: list[str] = field(default_factory=list)
@@ -204,20 +205,12 @@ class Comparison:
         lines = [f"verdict: {verdict} ({reason})"]
         for quantity, difference in self.differences.items():
             parting = self.partings[quantity]
-            largest = format_difference(float(difference.max()) if difference.size else 0.0)
+            peak = float(difference.max()) if difference.size else 0.0
             if parting is None:
                 # with its bound (the loosest step's), as output_compare reads a bounded value:
                 # which step rounds most, and by how much, is the CPU's, not the migration's
-                _, bounds = _gap_and_bound(
-                    self.baseline.stepwise[quantity],
-                    self.candidate.stepwise[quantity],
-                    self.atol[quantity],
-                    self.rtol[quantity],
-                )
-                within = format_difference(
-                    float(difference.max()) if difference.size else 0.0,
-                    float(bounds.max()) if bounds.size else None,
-                )
+                bounds = self.bounds[quantity]
+                within = format_difference(peak, float(bounds.max()) if bounds.size else None)
                 lines.append(
                     f"{quantity}: within tolerance over {difference.size} steps, "
                     f"max |diff| {within}"
@@ -226,16 +219,16 @@ class Comparison:
                 beyond = format_difference(parting.difference, at_least=parting.bound)
                 lines.append(
                     f"{quantity}: parts at step {parting.step} (baseline {parting.baseline:.8g}, "
-                    f"candidate {parting.candidate:.8g}, |diff| {beyond}), max |diff| {largest}"
+                    f"candidate {parting.candidate:.8g}, |diff| {beyond}), "
+                    f"max |diff| {format_difference(peak)}"
                 )
-        if self.worst is not None and self.weights_outside:
-            w = self.worst
+        w = self.worst
+        if w is not None and self.weights_outside:
             lines.append(
                 f"weights: worst {w.variable}{list(w.index)} baseline {w.baseline:.8g}, candidate "
                 f"{w.candidate:.8g}, |diff| {format_difference(w.difference, at_least=w.bound)}"
             )
-        elif self.worst is not None:  # within: which element rounds most is the CPU's choice
-            w = self.worst
+        elif w is not None:  # within: which element rounds most is the CPU's choice
             lines.append(
                 "weights: within tolerance, the element nearest its bound |diff| "
                 f"{format_difference(w.difference, w.bound)}"
@@ -305,6 +298,7 @@ def compare_runs(
             )
             outside = np.flatnonzero(~(difference <= bound))  # NaN against a number is outside
             comparison.differences[quantity] = difference
+            comparison.bounds[quantity] = bound
             comparison.partings[quantity] = None
             if outside.size:
                 s = int(outside[0])
