@@ -7,17 +7,20 @@ the first cell that ends in an error, and it passes only when every cell ran wit
 Every notebook runs even when an earlier one fails; the exit status says whether all passed.
 Each runs in the kernel of the lane its committed outputs come from
 (`tools.project.recording_lane`): the reference lane's, or for the Keras 3 on JAX notebook the
-current lane's.
+current lane's. The times and the machine go to OUT/run_times.json, which `make run-times`
+(tools.run_times) writes into CONTRIBUTING.md's run-time table when every notebook ran.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
 from tools.nbexec import execute
 from tools.project import LANE_VENVS, ROOT, notebook_paths, recording_lane
+from tools.run_times import machine, write_record
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -28,6 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out.resolve()
     sources = [path.resolve() for path in args.notebooks] or notebook_paths()
     outcomes = []
+    host, started = machine(), time.monotonic()
     for number, source in enumerate(sources, start=1):
         print(f"[{number}/{len(sources)}] running {source.name} ...", flush=True)
         venv = LANE_VENVS[recording_lane(source)]
@@ -37,6 +41,8 @@ def main(argv: list[str] | None = None) -> int:
         print("      " + outcome.summary(), flush=True)
         outcomes.append(outcome)
     passed = sum(outcome.passed for outcome in outcomes)
+    if not args.notebooks:  # the whole collection: what the run-time table shows
+        write_record(out / "run_times.json", outcomes, host, time.monotonic() - started)
     print(f"\nExecuted notebooks are in {out}/")
     for outcome in outcomes:
         print("  " + outcome.summary())
