@@ -1,8 +1,8 @@
 """papermill cases for 11_keras3_jax (same `Case` as notebook_cases.CASES).
 
 The notebook needs Keras 3 and JAX, which only the current lane has; it is recorded there
-(tools.project.recording_lane) and nbval runs its defaults (8 devices) there (`make
-test-nbval-current`). Its good cases run in the current lane, on 1, 2 and 4 devices; every good
+(tools.project.recording_lane) and nbval runs its defaults (4 devices) there (`make
+test-nbval-current`). Its good cases run in the current lane, on 1, 2 and 8 devices; every good
 run asserts, inside the notebook, that `Model.fit` and the JAX custom loop agree with the
 stored TPUEstimator run (every step's loss and the final weights within 1e-6), that the
 model-parallel run agrees with the replicated one and, on more than one device, adds its split
@@ -24,7 +24,7 @@ CASES_11 = [
     Case(NOTEBOOK, {}, "BackendUnavailableError", NEEDS_JAX, lanes=("reference", "colab")),
     Case(NOTEBOOK, {"virtual_replicas": 1, "steps_per_call": 100}, lanes=CURRENT),
     Case(NOTEBOOK, {"virtual_replicas": 2, "steps_per_call": 4, "seed": 7}, lanes=CURRENT),
-    Case(NOTEBOOK, {"virtual_replicas": 4, "steps_per_call": 25, "seed": 3}, lanes=CURRENT),
+    Case(NOTEBOOK, {"virtual_replicas": 8, "steps_per_call": 25, "seed": 3}, lanes=CURRENT),
     Case(
         NOTEBOOK,
         {"virtual_replicas": 3},
