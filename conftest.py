@@ -21,7 +21,7 @@ current lane) are left to that lane's nbval run.
 nbval runs every notebook at its defaults in the lane it was recorded in and compares each
 output with the committed one, so a notebook whose cells all pass ran as its committed outputs
 say: the
-runtime line ("Runtime: CPU | MirroredStrategy with 8 replicas ...") tells on what, and with
+runtime line ("Runtime: CPU | MirroredStrategy with 4 replicas ...") tells on what, and with
 how many replicas. The papermill cases therefore need not repeat the defaults, and the
 table (tools.compat_table) still shows them. The records go to build/compat/LANE-nbval.jsonl,
 replacing that lane's previous nbval records: a file of their own, because `make test` runs
