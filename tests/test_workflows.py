@@ -37,6 +37,8 @@ createLinter().then((lint) => {
 """
 LANE_VENVS = {"reference": ".venv", "colab": ".venv-colab", "current": ".venv-current"}
 LANE_VENVS["docs"] = ".venv-docs"
+# Each venv's stamp: renamed when the way venvs are filled changes, so that old ones refill once.
+STAMP_NAME = re.search(r"^STAMP_NAME := (\S+)$", (ROOT / "Makefile").read_text(), re.M).group(1)
 
 
 def dry_run(*arguments: str) -> list[str]:
@@ -153,15 +155,18 @@ def test_the_weekly_run_tests_the_newest_releases_and_keeps_failed_notebooks():
 @pytest.mark.parametrize("lane", list(lock.LANES))
 def test_each_venv_is_synced_to_its_lanes_lock_with_uv(lane):
     venv = LANE_VENVS[lane]
-    commands = dry_run("-B", f"{venv}/.installed")
+    commands = dry_run("-B", f"{venv}/{STAMP_NAME}")
     lock_file = lock.paths(lane)[1].name
-    sync = f".venv-tools/bin/uv pip sync --quiet --python {venv}/bin/python {lock_file}"
+    sync = (
+        f".venv-tools/bin/uv pip sync --quiet --compile-bytecode --python {venv}/bin/python "
+        f"{lock_file}"
+    )
     assert sync in commands
     assert any(re.search(r" -m pip install .*uv==\d", line) for line in commands)
 
 
 def test_installer_pip_installs_the_same_lock_without_uv():
-    commands = dry_run("-B", "INSTALLER=pip", ".venv/.installed")
+    commands = dry_run("-B", "INSTALLER=pip", f".venv/{STAMP_NAME}")
     assert (
         ".venv/bin/python -m pip install -qq --disable-pip-version-check -r requirements.txt"
         in (commands)
@@ -170,7 +175,7 @@ def test_installer_pip_installs_the_same_lock_without_uv():
 
 
 def test_a_second_make_reinstalls_nothing():
-    if not (ROOT / ".venv" / ".installed").exists():
+    if not (ROOT / ".venv" / STAMP_NAME).exists():
         pytest.skip("the reference venv was not made by make")
     assert not any("pip" in line for line in dry_run("lint"))
 
