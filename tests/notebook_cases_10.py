@@ -18,7 +18,7 @@ from notebook_cases import stored_run_cases
 
 NOTEBOOK = "10_conv_batch_norm.ipynb"
 
-# The reference lane's 2-replica run takes another seed: its live TF1 run starts from other
+# The reference lane's 8-replica run takes another seed: its live TF1 run starts from other
 # initial weights (not compared with the stored run, made at 42), and every parity bound and
 # demonstration must hold there too.
 CASES_10 = stored_run_cases(NOTEBOOK, live_tf1={"seed": 7})

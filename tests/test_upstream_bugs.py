@@ -70,6 +70,7 @@ def custom_loop_step(build):
 
 
 one_example = tf.data.Dataset.from_tensor_slices(([[4.0, 4.5]], [[0.8]])).batch(1)
+two_examples = tf.data.Dataset.from_tensor_slices((x[:2], y[:2])).batch(2)
 
 
 class RowLengths(tf.keras.layers.Layer):  # a ragged input's row lengths, as a feature
@@ -99,6 +100,7 @@ print(json.dumps({
     "loop_built": outcome(lambda: custom_loop_step(build=True)),
     "evaluate_one_example": outcome(lambda: compiled_model().evaluate(one_example, verbose=0)),
     "fit_one_example": outcome(lambda: compiled_model().fit(one_example, verbose=0)),
+    "fit_two_examples": outcome(lambda: compiled_model().fit(two_examples, verbose=0)),
     "fit_ragged_ids": outcome(ragged_ids_fit),
 }))
 """
@@ -107,7 +109,7 @@ print(json.dumps({
 @pytest.fixture(scope="module")
 def over_eight_replicas() -> dict:
     """One TensorFlow start for the pins that need MirroredStrategy over 8 virtual CPUs."""
-    report = run_python_json(OVER_EIGHT_REPLICAS, timeout=600)  # six experiments, one start
+    report = run_python_json(OVER_EIGHT_REPLICAS, timeout=600)  # seven experiments, one start
     assert report["keras_major"] == KERAS_MAJOR, f"{LANE} lane: Keras {report['keras_major']}"
     return report
 
@@ -158,6 +160,19 @@ def test_one_example_batch_over_several_replicas(over_eight_replicas):
             "in 02_keras_fit's guide section and 04's settings table, and this pin."
         )
         assert "must have the same size and shape" in outcome, outcome
+
+
+def test_two_examples_over_eight_replicas_leave_six_empty(over_eight_replicas):
+    """16's per-replica-batch mistake at 8 replicas (2 examples a step): Keras 2 trains with six
+    replicas empty, Keras 3's `fit` refuses the step with an InvalidArgumentError."""
+    outcome = over_eight_replicas["fit_two_examples"]
+    if KERAS_MAJOR == 2:
+        assert outcome == "ran", outcome
+        return
+    assert outcome.startswith("InvalidArgumentError"), (
+        "Keras 3 now fits 2 examples over 8 replicas otherwise: update 16's prose (its "
+        f"mistakes' section) and this pin. Outcome: {outcome}"
+    )
 
 
 def test_fit_with_ragged_inputs_over_several_replicas(over_eight_replicas):
