@@ -45,7 +45,7 @@ SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 
 .DEFAULT_GOAL := help
-.PHONY: help device-wheels run run-times check-notebook test test-reference test-current test-colab test-docs test-fast test-newest \
+.PHONY: help device-wheels run run-times check-notebook wheel test test-reference test-current test-colab test-docs test-fast test-newest \
 	check-compat check-locks lint hooks record docs compat lock set-repository clean bench \
 	bench-current test-nbval test-nbval-current test-keras2 test-keras3
 
@@ -239,6 +239,11 @@ lock: $(UV_STAMP) ## compile the lanes' lock files from their .in files (keeps p
 
 record: $(STAMP) $(CURRENT_STAMP) ## re-execute the notebooks in place to refresh their committed outputs
 	$(BIN)/python -m tools.record_notebooks notebooks/*.ipynb
+
+wheel: $(UV_STAMP) ## build the workbench's wheel into build/dist (pip install it where your TF1 code lives)
+	@rm -rf $(BUILD)/dist
+	$(UV) build --quiet --out-dir $(BUILD)/dist
+	@echo "Built $$(ls $(BUILD)/dist/*.whl): pip install it, then run tpu-workbench --help"
 
 docs: $(DOCS_STAMP) ## build the site into build/site from the committed notebooks (no execution)
 	$(DOCS_BIN)/python -m sphinx -W --keep-going -b html docs $(BUILD)/site

@@ -8,18 +8,9 @@ as their message alone, in Jupyter, in Colab and in papermill's error cells.
 
 from __future__ import annotations
 
+from workbench.errors import FriendlyError, first_line
 
-def first_line(error: BaseException) -> str:
-    """`Type: first line of the message`: what a one-line refusal quotes of an error below it."""
-    text = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
-
-
-class FriendlyError(Exception):
-    """Base class: the message says what went wrong and what to do about it."""
-
-    def _render_traceback_(self) -> list[str]:
-        return [f"{type(self).__name__}: {self}"]
+__all__ = ["FriendlyError", "ParameterError", "RuntimeUnavailableError", "first_line"]
 
 
 class ParameterError(FriendlyError, ValueError):

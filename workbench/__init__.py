@@ -2,7 +2,9 @@
 
 The notebooks teach why each step matters; this package is what a reader imports to do the
 steps on their own `model_fn` and Keras model, with every decision reported (from a shell:
-`python -m workbench record|map|compare --help`):
+`tpu-workbench record|map|compare --help`, or `python -m workbench`). It imports nothing of
+the notebooks' `helpers` and needs no package beyond the TensorFlow already installed, so it
+installs into the reader's own TF1 environment (docs/workbench.md):
 
 - **Record the TF1 baseline** (`record_baseline`, TensorFlow 2.15 with tensorflow-estimator):
   train the `model_fn` with `TPUEstimator(use_tpu=False)` and keep each step's loss, learning

@@ -11,7 +11,12 @@ stdout and its progress on stderr. Exit codes, for scripts:
 - 3: map: some variable is unmatched or ambiguous (the report says which), or, with
   --first-loss, no single assignment reproduces the baseline's first loss (or several do);
 - 4: compare: the runs part, and the one-ulp check (--nudged) did not show it to be
-  amplified rounding (the report gives the step, the worst element and the likely causes).
+  amplified rounding (the report gives the step, the worst element and the likely causes);
+- 5: the workbench itself failed (a bug to report): one line on stderr names the error and
+  the file where the full traceback was written.
+
+A refusal longer than a few lines (a mapping's list of names) is cut to its start on stderr,
+and the whole message is written to a file that the line names.
 """
 
 from __future__ import annotations
@@ -19,14 +24,21 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import logging
+import os
 import sys
+import tempfile
+import traceback
+import warnings
+import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from helpers.errors import FriendlyError
+from workbench.errors import FriendlyError, first_line
 
-DONE, REFUSED, USAGE, UNMAPPED, DIFFERENT = 0, 1, 2, 3, 4
+DONE, REFUSED, USAGE, UNMAPPED, DIFFERENT, FAILED = 0, 1, 2, 3, 4, 5
+LONGEST_LINE = 400  # characters of a refusal on stderr; the rest goes to a file
 
 
 class CliError(FriendlyError, ValueError):
@@ -102,12 +114,69 @@ def record(args: argparse.Namespace) -> int:
     return DONE
 
 
-def _built(factory: Callable[[], Any]) -> tuple[Any, Any]:
+def _called(function: Callable[..., Any], what: str, *args: Any) -> Any:
+    """Call the user's function; what it raises is a refusal naming it, not a workbench bug."""
+    try:
+        return function(*args)
+    except Exception as error:
+        raise CliError(f"{what} raised {first_line(error)}: fix it, then run this again") from None
+
+
+def _read_json(text: str, what: str) -> Any:
+    path = Path(text)
+    if not path.is_file():
+        raise CliError(f"{what} {path}: no such file")
+    try:
+        return json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise CliError(
+            f"{what} {path} is not JSON ({first_line(error)}): write it with json.dump (a "
+            "truncated file: write it again)"
+        ) from None
+
+
+def _read_npz(text: str, what: str) -> dict[str, Any]:
+    import numpy as np
+
+    path = Path(text)
+    if not path.is_file():
+        raise CliError(f"{what} {path}: no such file")
+    try:
+        stored = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as error:
+        raise CliError(
+            f"{what} {path} cannot be read as .npz ({first_line(error)}): write it with "
+            "np.savez(path, **mapping.tf2_values(weights_only=True))"
+        ) from None
+    if not isinstance(stored, np.lib.npyio.NpzFile):
+        raise CliError(f"{what} {path} holds one array (.npy), not named arrays: use np.savez")
+    with stored:
+        try:
+            return {name: stored[name] for name in stored.files}
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as error:
+            raise CliError(
+                f"{what} {path} is damaged ({first_line(error)}): write it again with np.savez"
+            ) from None
+
+
+def _built(factory: Callable[[], Any], spec: str) -> tuple[Any, Any]:
     """What --model returns: a built Keras model, or (model, optimizer)."""
-    made = factory()
+    made = _called(factory, f"--model {spec}")
     if isinstance(made, tuple) and len(made) == 2:
-        return made
-    return made, getattr(made, "optimizer", None)
+        made, optimizer = made
+    elif isinstance(made, tuple):
+        raise CliError(
+            f"--model {spec} returned a tuple of {len(made)}: return the built Keras model, "
+            "or (model, optimizer)"
+        )
+    else:
+        optimizer = getattr(made, "optimizer", None)
+    if not (hasattr(made, "weights") or isinstance(made, list | dict)):
+        raise CliError(
+            f"--model {spec} returned a {type(made).__name__}: return the built Keras model, "
+            "or (model, optimizer)"
+        )
+    return made, optimizer
 
 
 def map_(args: argparse.Namespace) -> int:
@@ -116,7 +185,7 @@ def map_(args: argparse.Namespace) -> int:
 
     _quiet_tensorflow()
     baseline = load_baseline(args.baseline)
-    model, optimizer = _built(load_function(args.model, "--model"))
+    model, optimizer = _built(load_function(args.model, "--model"), args.model)
     rules = [(pattern, None if to == "-" else to) for pattern, to in _pairs(args.rule, "--rule")]
     checkpoint = baseline.final_checkpoint if args.final else baseline.checkpoint
     mapping = map_checkpoint(checkpoint, model, rules=rules, optimizer=optimizer)
@@ -139,9 +208,16 @@ def _check_swaps(args: argparse.Namespace, baseline: Any, model: Any, mapping: A
         return UNMAPPED  # the report above names them; an unmatched variable has no trial
     loss_of = load_function(args.first_loss, "--first-loss")
     features, labels = baseline.batches()[0]
-    check = check_swaps(
-        mapping, lambda: float(loss_of(model, features, labels)), baseline.steps[0]["loss"]
-    )
+    what = f"--first-loss {args.first_loss} (called as f(model, features, labels))"
+
+    def first_loss() -> float:
+        loss = _called(loss_of, what, model, features, labels)
+        try:
+            return float(loss)
+        except (TypeError, ValueError):
+            raise CliError(f"{what} returned a {type(loss).__name__}, not one number") from None
+
+    check = check_swaps(mapping, first_loss, baseline.steps[0]["loss"])
     print(check.summary())
     if check.verdict in (SWAPPED, RESOLVED):
         print("the assignment that fits, in TF1 name -> TF2 name (write rules for it):")
@@ -153,8 +229,6 @@ def _check_swaps(args: argparse.Namespace, baseline: Any, model: Any, mapping: A
 
 
 def compare(args: argparse.Namespace) -> int:
-    import numpy as np
-
     from workbench.compare import (
         AMPLIFIED_ROUNDING,
         IDENTICAL,
@@ -166,14 +240,16 @@ def compare(args: argparse.Namespace) -> int:
     from workbench.record import load_baseline
 
     baseline = load_baseline(args.baseline)
-    path = Path(args.run)
-    if not path.is_file():
-        raise CliError(f"--run {path}: no such file; write the TF2 run's per-step values there")
-    candidate: Any = json.loads(path.read_text())
+    candidate: Any = _read_json(args.run, "--run")
+    if not isinstance(candidate, list | dict):
+        raise CliError(
+            f"--run {args.run} holds a JSON {type(candidate).__name__}: give a list of per-step "
+            'objects ([{"loss": ...}, ...]) or an object of lists ({"losses": [...]})'
+        )
+    nudged = _read_json(args.nudged, "--nudged") if args.nudged else None
     names = None
     if args.weights:
-        with np.load(args.weights) as stored:
-            weights = {name: stored[name] for name in stored.files}
+        weights = _read_npz(args.weights, "--weights")
         if isinstance(candidate, list):
             candidate = {"steps": candidate}
         candidate = {**_stepwise(candidate), "weights": weights}
@@ -183,7 +259,7 @@ def compare(args: argparse.Namespace) -> int:
     verdict, _ = comparison.verdict()
     rounding = None
     if args.nudged:
-        rounding = amplified_rounding(comparison, json.loads(Path(args.nudged).read_text()))
+        rounding = amplified_rounding(comparison, nudged)
         print(f"one-ulp check: {rounding.verdict}")
     if verdict in (IDENTICAL, WITHIN) or (rounding and rounding.verdict == AMPLIFIED_ROUNDING):
         return DONE
@@ -201,12 +277,17 @@ def _stepwise(candidate: dict[str, Any]) -> dict[str, Any]:
 
 
 def _quiet_tensorflow() -> None:
-    """TensorFlow's start-up and deprecation messages off, as in the notebooks (a process that
-    imported TensorFlow already, such as a test calling main(), has chosen its own)."""
-    from helpers.quiet import quiet_logs
-
-    if "tensorflow" not in sys.modules:
-        quiet_logs()
+    """TensorFlow's start-up and deprecation messages off, as in the notebooks: its C++ log
+    level is read at its first import (a process that imported TensorFlow already, such as a
+    test calling main(), has chosen its own; TPU_MIGRATION_VERBOSE=1 keeps them)."""
+    verbose = os.environ.get("TPU_MIGRATION_VERBOSE", "").strip().lower()
+    if "tensorflow" in sys.modules or verbose not in ("", "0", "false"):
+        return
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    logging.getLogger("tensorflow").setLevel(logging.ERROR)  # TF1's deprecation warnings
+    warnings.filterwarnings("ignore", module=r"(tensorflow|tensorflow_estimator|keras|absl)(\.|$)")
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
+    warnings.filterwarnings("ignore", category=FutureWarning)
 
 
 def _repeatable(parser: argparse.ArgumentParser, flag: str, metavar: str, help: str) -> None:
@@ -214,12 +295,14 @@ def _repeatable(parser: argparse.ArgumentParser, flag: str, metavar: str, help: 
 
 
 def parser() -> argparse.ArgumentParser:
+    invoked = Path(sys.argv[0]).name
     top = argparse.ArgumentParser(
-        prog="python -m workbench",
+        prog=invoked if invoked.startswith("tpu-workbench") else "python -m workbench",
         description="Apply the migration method to your own TPUEstimator model: record its TF1 "
         "baseline, map the baseline's checkpoint onto your Keras model, compare your TF2 run.",
-        epilog="Exit codes: 0 done, 1 input refused, 2 usage, 3 variables left unmapped, "
-        "4 the runs part (beyond rounding).",
+        epilog="Exit codes: 0 done, 1 input refused (one line says what to change), 2 usage, "
+        "3 variables left unmapped or the swap check undecided, 4 the runs part (beyond "
+        "rounding), 5 the workbench failed (the line names the file holding the traceback).",
     )
     top.add_argument("--path", default=".", help="folder to import your modules from (.)")
     commands = top.add_subparsers(dest="command", required=True)
@@ -287,14 +370,48 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
+def _written(prefix: str, text: str) -> Path:
+    """A new file in the system's temporary folder holding `text` (never one of the user's)."""
+    handle, name = tempfile.mkstemp(prefix=f"workbench-{prefix}-", suffix=".txt")
+    with os.fdopen(handle, "w") as file:
+        file.write(text)
+    return Path(name)
+
+
+def refusal_line(error: BaseException) -> str:
+    """The one line a refusal prints: short messages whole, long ones cut, with the whole
+    message in a file the line names (a mapping's lists of names run to thousands of
+    characters)."""
+    line = f"{type(error).__name__}: {error}"
+    if len(line) <= LONGEST_LINE and "\n" not in line:
+        return line
+    kept = line.splitlines()[0][: LONGEST_LINE - 100].rstrip()
+    return f"{kept} ... (the whole message is in {_written('message', line + chr(10))})"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    sys.path.insert(0, str(Path(args.path).resolve()))
+    path = Path(args.path)
+    if not path.is_dir():
+        print(
+            f"CliError: --path {args.path}: no such folder; name the folder your modules are in",
+            file=sys.stderr,
+        )
+        return REFUSED
+    sys.path.insert(0, str(path.resolve()))
     try:
         return args.handler(args)
     except FriendlyError as error:
-        print(f"{type(error).__name__}: {error}", file=sys.stderr)
+        print(refusal_line(error), file=sys.stderr)
         return REFUSED
+    except Exception as error:  # a bug of the workbench's: one line, the trace in a file
+        trace = _written("traceback", traceback.format_exc())
+        print(
+            f"the workbench failed: {first_line(error)} (an unexpected error; the full "
+            f"traceback is in {trace}: please report it)",
+            file=sys.stderr,
+        )
+        return FAILED
 
 
 if __name__ == "__main__":

@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from helpers.compare import format_difference
-from helpers.errors import FriendlyError
+from workbench.errors import FriendlyError
+from workbench.text import format_difference
 
 
 class CompareError(FriendlyError, ValueError):

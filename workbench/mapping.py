@@ -45,8 +45,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from helpers.compare import format_table
-from helpers.errors import FriendlyError, first_line
+from workbench.errors import FriendlyError, first_line
+from workbench.text import format_table
 
 
 class MappingError(FriendlyError, ValueError):

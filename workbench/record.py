@@ -19,18 +19,24 @@ current TPUs (tensorflow#90807, a v5p). A baseline
 recorded once is read anywhere with `load_baseline`, which needs no TensorFlow 1 API.
 
 Nothing is lost or overwritten: the run is written into a new folder beside `out_dir` and
-renamed to it only when complete, and an `out_dir` that exists is refused unless it is a
-baseline this module wrote and `replace=True`.
+moved there only when complete; an `out_dir` that exists is refused unless it is a baseline
+this module wrote and `replace=True`, and then only the files its `baseline.json` lists are
+replaced (anything else in the folder stays). `baseline.json` lists every file with its size
+and SHA-256, and `load_baseline` checks them, so a truncated or replaced file is named before
+anything reads it. A failed recording leaves nothing, not even the folders it made.
 """
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import json
+import os
 import shutil
 import sys
 import tempfile
 import time
+import zipfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,11 +44,10 @@ from typing import Any
 
 import numpy as np
 
-from helpers.compat import EstimatorUnavailableError, require_estimator
-from helpers.errors import FriendlyError, first_line
+from workbench.errors import FriendlyError, first_line
 
 FORMAT = "tpu-migration-workbench baseline"
-VERSION = 1
+VERSION = 2  # 2: baseline.json lists each file's size and SHA-256
 MANIFEST = "baseline.json"
 BATCHES = "batches.npz"
 MODEL_DIR = "estimator"  # TPUEstimator's model_dir while recording; removed afterwards
@@ -67,6 +72,7 @@ REQUIRED = (
     "evaluation",
     "checkpoint",
     "final_checkpoint",
+    "files",
 )
 
 
@@ -98,8 +104,14 @@ class Baseline:
 
     def batches(self) -> list[tuple[Any, Any]]:
         """The `(features, labels)` of each step, as the `input_fn` gave them."""
-        with np.load(self.directory / BATCHES) as stored:
-            arrays = {key: stored[key] for key in stored.files}
+        path = self.directory / BATCHES
+        try:
+            with np.load(path, allow_pickle=False) as stored:
+                arrays = {key: stored[key] for key in stored.files}
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as error:
+            raise RecordError(
+                f"{path} cannot be read ({first_line(error)}): record the baseline again"
+            ) from None
         parts = [_unflatten(arrays, part) for part in ("features", "labels")]
         return [tuple(_select(part, step) for part in parts) for step in range(len(self.steps))]
 
@@ -188,7 +200,7 @@ def load_baseline(directory: str | Path) -> Baseline:
         )
     try:
         data = json.loads(manifest.read_text())
-    except json.JSONDecodeError as error:
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise RecordError(
             f"{manifest} is not valid JSON ({error}): record the baseline again"
         ) from None
@@ -205,6 +217,7 @@ def load_baseline(directory: str | Path) -> Baseline:
             f"{manifest} has no {', '.join(missing)}: it was not written by this workbench's "
             "record_baseline; record the baseline again"
         )
+    _check_files(directory, data["files"])
     return Baseline(
         directory=directory,
         tensorflow=data["tensorflow"],
@@ -217,6 +230,38 @@ def load_baseline(directory: str | Path) -> Baseline:
         checkpoint=directory / data["checkpoint"],
         final_checkpoint=directory / data["final_checkpoint"],
     )
+
+
+def _file_entry(path: Path) -> dict[str, Any]:
+    digest = hashlib.sha256()
+    with path.open("rb") as file:
+        for block in iter(lambda: file.read(1 << 20), b""):
+            digest.update(block)
+    return {"bytes": path.stat().st_size, "sha256": digest.hexdigest()}
+
+
+def _check_files(directory: Path, files: Any) -> None:
+    """Every file the manifest lists is there, as recorded: a truncated, replaced or missing
+    file is named here, before a reader of it fails with a message about its bytes."""
+    if not isinstance(files, dict) or not files:
+        raise RecordError(f"{directory / MANIFEST} lists no files: record the baseline again")
+    for name, recorded in sorted(files.items()):
+        path = directory / name
+        if not path.is_file():
+            raise RecordError(
+                f"{path} is missing from the baseline (its {MANIFEST} lists it): record the "
+                "baseline again, or copy the whole folder"
+            )
+        found = _file_entry(path)
+        if found != recorded:
+            what = (
+                f"{found['bytes']} bytes where {recorded.get('bytes')} were recorded"
+                if found["bytes"] != recorded.get("bytes")
+                else "other bytes than were recorded (its SHA-256 differs)"
+            )
+            raise RecordError(
+                f"{path} has {what}: it was truncated or replaced; record the baseline again"
+            )
 
 
 def per_replica_batch(baseline: Baseline, replicas: int) -> int:
@@ -320,8 +365,8 @@ def _tf1() -> Any:
     import tensorflow as tf
 
     try:
-        require_estimator(tf)
-    except EstimatorUnavailableError:
+        tf.compat.v1.estimator.tpu.TPUEstimator  # noqa: B018 - the attribute access is the check
+    except (AttributeError, ImportError):
         raise RecordError(
             f"recording needs TPUEstimator, which TensorFlow {tf.__version__} does not have: "
             "record with TensorFlow 2.15 and tensorflow-estimator (the reference lane, "
@@ -455,6 +500,7 @@ def record_baseline(
     if unknown:
         raise RecordError(f"tensors: {unknown[0]!r} is not one of {', '.join(QUANTITIES)}")
     _guard(out_dir, replace)
+    made = [p for p in (out_dir.parent, *out_dir.parent.parents) if not p.exists()]
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     partial = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.partial-", dir=out_dir.parent))
     try:
@@ -464,11 +510,40 @@ def record_baseline(
         )  # fmt: skip
         _record(tf1, request, partial)
         if (out_dir / MANIFEST).is_file():  # a baseline of ours, replace=True (_guard)
-            shutil.rmtree(out_dir)
-        partial.rename(out_dir)  # onto a path that is free, or an empty folder
-    finally:
+            _remove_listed(out_dir)
+        _move_into(partial, out_dir)
+    except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
+        for folder in made:  # deepest first: the folders this call made, if still empty
+            if folder.is_dir() and not any(folder.iterdir()):
+                folder.rmdir()
+        raise
+    shutil.rmtree(partial, ignore_errors=True)
     return load_baseline(out_dir)
+
+
+def _remove_listed(out_dir: Path) -> None:
+    """Remove the files the old baseline.json lists, and then it: nothing else in the folder."""
+    listed = json.loads((out_dir / MANIFEST).read_text()).get("files") or {
+        BATCHES: None,  # version 1 listed no files: its names are these
+        **{f"{CHECKPOINTS}/{p.name}": None for p in (out_dir / CHECKPOINTS).glob("model.ckpt-*")},
+    }
+    for name in listed:
+        (out_dir / name).unlink(missing_ok=True)
+    (out_dir / MANIFEST).unlink()
+    if (out_dir / CHECKPOINTS).is_dir() and not any((out_dir / CHECKPOINTS).iterdir()):
+        (out_dir / CHECKPOINTS).rmdir()
+
+
+def _move_into(partial: Path, out_dir: Path) -> None:
+    """The new baseline's files into out_dir, its manifest last (a folder without one is no
+    baseline, so an interrupted move is never read as one)."""
+    files = sorted(path for path in partial.rglob("*") if path.is_file())
+    files.sort(key=lambda path: path.name == MANIFEST)
+    for path in files:
+        target = out_dir / path.relative_to(partial)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(path, target)
 
 
 def _keep_checkpoints(directory: Path, steps: tuple[int, ...]) -> list[str]:
@@ -558,19 +633,64 @@ def _record(tf1: Any, r: _Request, directory: Path) -> None:
         "checkpoint": kept[0],
         "final_checkpoint": kept[1],
         "recorded_with": f"Python {sys.version.split()[0]}",
+        "files": {
+            path.relative_to(directory).as_posix(): _file_entry(path)
+            for path in sorted(directory.rglob("*"))
+            if path.is_file()
+        },
     }
     (directory / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
     if r.progress:
         r.progress("recorded")
 
 
+# Known causes of a TF1 run that stops, by what its error says: the fix to add to the line.
+KNOWN_STOPS = (
+    (
+        ("CrossReplicaSum", "TPUReplicate", "TPUReplicatedInput"),
+        "the model_fn runs a TPU-only op, which has no CPU kernel: record with the op behind "
+        "`if params['use_tpu']` or its CPU equivalent (notebook 01)",
+    ),
+    (
+        ("has no attribute 'value'",),
+        "the model_fn reads TF1 shapes (`shape[i].value`): call "
+        "tf.compat.v1.disable_v2_tensorshape() before recording",
+    ),
+    (
+        ("marked as not fetchable",),
+        "a tensor the search found is inside a tf.cond or loop: name the one after it with "
+        "--tensor learning_rate=NAME:0 (tensors=... in Python)",
+    ),
+)
+
+
+def stop_line(error: BaseException) -> str:
+    """The line of a TF1 error that says why it stopped, and the known fix where there is one:
+    TensorFlow's graph errors start with 'Graph execution error:' and name the cause below."""
+    text = str(error).strip()
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    cause = lines[0] if lines else ""
+    if cause.startswith("Graph execution error"):  # the cause follows the node's traceback
+        nodes = [number for number, line in enumerate(lines) if line.startswith("Node: ")]
+        rest = [line for line in lines[nodes[-1] + 1 if nodes else 1 :] if line[:2] != "[["]
+        cause = rest[0] if rest else cause
+    line = f"{type(error).__name__}: {cause}" if cause else type(error).__name__
+    line = line if len(line) <= 240 else line[:237] + "..."
+    for markers, fix in KNOWN_STOPS:
+        if any(marker in text for marker in markers):
+            return f"{line}; {fix}"
+    return line
+
+
 def _stopped_or_run(what: str, work: Callable[[], Any]) -> Any:
     """Run TPUEstimator's train or evaluate; anything it raises becomes one line."""
     try:
         return work()
+    except RecordError:
+        raise
     except Exception as error:
         raise RecordError(
-            f"TF1 {what} stopped: {first_line(error)} (nothing was written)"
+            f"TF1 {what} stopped: {stop_line(error)} (nothing was written)"
         ) from error
 
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from helpers.compare import format_difference
 from workbench.compare import ATOL, RTOL
 from workbench.mapping import AMBIGUOUS, Mapping
+from workbench.text import format_difference
 
 # SwapCheck.verdict
 CONFIRMED, SWAPPED, RESOLVED, NO_MATCH, UNDECIDED_ORDER = (
