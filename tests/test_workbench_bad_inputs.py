@@ -134,6 +134,7 @@ RECORD = ["record", "--model-fn", "workbench_toy:model_fn", "--input-fn",
 FIRST = [*MAP, "--first-loss"]
 
 # (case, command line, what is done to the reader's folder first, exit code, expected text)
+# fmt: off
 CASES: list[tuple[str, list[str], Callable[[Path], None], int, str]] = [
     # The command line and the reader's functions.
     ("path missing", ["--path", "no/such/folder", *MAP], nothing, 1, "no such folder"),
@@ -158,6 +159,8 @@ CASES: list[tuple[str, list[str], Callable[[Path], None], int, str]] = [
     ("model is a triple", [*MAP[:3], "--model", "user:three_things"], nothing, 1, "tuple"),
     ("rule without =", [*MAP, "--rule", "hidden"], nothing, 1, "LEFT=RIGHT"),
     ("rule not a regex", [*MAP, "--rule", "hid(den=x"], nothing, 1, "hid(den"),
+    ("slot without =", [*MAP, "--slot", "adam_m"], nothing, 1, "LEFT=RIGHT"),
+    ("new not a regex", [*MAP, "--new", "head("], nothing, 1, "new: 'head(' is not a regular expression"),
     (
         "first loss with final",
         [*FIRST, "workbench_toy:first_loss", "--final"],
@@ -336,6 +339,7 @@ RECORD_CASES: list[tuple[str, list[str], Callable[[Path], None], int, str]] = [
         "has no nope",
     ),
 ]
+# fmt: on
 
 
 @pytest.fixture(scope="module")

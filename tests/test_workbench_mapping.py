@@ -10,6 +10,7 @@ from support import KERAS_MAJOR, ROOT
 from workbench.compare import REAL
 from workbench.mapping import (
     AMBIGUOUS,
+    AVERAGE_LIST,
     MATCHED,
     SKIPPED,
     UNKNOWN_SLOT,
@@ -187,6 +188,91 @@ def test_a_slot_of_an_unmatched_variable_says_to_map_it_first():
     state = match(shapes, targets(("y/bias", (2,))), has_optimizer=True)
     assert state.status["x/kernel/Adagrad"] == UNMATCHED
     assert "not matched: map it first" in state.how["x/kernel/Adagrad"]
+
+
+def adam_targets(*lists: str) -> list[Target]:
+    return [
+        Target("d/kernel", (2,)),
+        *(Target(f"adam/d_kernel{a}", (2,), owner=0, slot=a) for a in lists),
+    ]
+
+
+def test_berts_adam_slots_map_without_rules():
+    shapes = {"d/kernel": [2], "d/kernel/adam_m": [2], "d/kernel/adam_v": [2]}
+    state = match(shapes, adam_targets("_momentums", "_velocities"), has_optimizer=True)
+    paired = {n: state.targets[i].slot for n, i in state.pairs.items()}
+    assert paired == {
+        "d/kernel": "",
+        "d/kernel/adam_m": "_momentums",
+        "d/kernel/adam_v": "_velocities",
+    }
+
+
+def test_a_slot_of_an_unknown_optimizer_is_the_only_one_left_or_named_once():
+    one = match(
+        {"d/kernel": [2], "d/kernel/lars_m": [2]}, adam_targets("momentums"), has_optimizer=True
+    )
+    assert one.status["d/kernel/lars_m"] == MATCHED, one.how
+    shapes = {"d/kernel": [2], "d/kernel/mine_1": [2], "d/kernel/mine_2": [2]}
+    two = match(shapes, adam_targets("_momentums", "_velocities"), has_optimizer=True)
+    assert two.status["d/kernel/mine_1"] == UNMATCHED
+    assert "slot_lists={'mine_1': LIST} (--slot mine_1=LIST)" in two.how["d/kernel/mine_1"]
+    assert "_momentums, _velocities" in two.how["d/kernel/mine_1"]
+    named = {"mine_1": "_momentums", "mine_2": "_velocities"}
+    ruled = match(
+        shapes, adam_targets("_momentums", "_velocities"), has_optimizer=True, slot_lists=named
+    )
+    assert {n: ruled.targets[i].slot for n, i in ruled.pairs.items()}["d/kernel/mine_2"] == (
+        "_velocities"
+    )
+
+
+def test_a_child_of_another_shape_is_a_variable_not_a_slot():
+    shapes = {"d/kernel": [2], "d/kernel/scale": [3]}
+    state = match(shapes, targets(("d/kernel", (2,)), ("d/kernel/scale", (3,))))
+    assert state.status["d/kernel/scale"] == MATCHED and state.how["d/kernel/scale"] == "name"
+
+
+def test_averages_go_to_the_optimizers_averages_when_it_keeps_them():
+    shapes = {"d/kernel": [2], "d/kernel/ExponentialMovingAverage": [2]}
+    kept = [Target("d/kernel", (2,)), Target("adam/avg", (2,), owner=0, slot=AVERAGE_LIST)]
+    state = match(shapes, kept, has_optimizer=True)
+    assert state.status["d/kernel/ExponentialMovingAverage"] == MATCHED
+    assert state.targets[state.pairs["d/kernel/ExponentialMovingAverage"]].name == "adam/avg"
+
+
+def test_keras_3_names_a_depthwise_kernel_kernel():
+    shapes = {"block/dw/depthwise_kernel": [3, 3, 8, 1], "block/conv/kernel": [1, 1, 8, 1]}
+    mine = targets(("dw/kernel", (3, 3, 8, 1)), ("conv/kernel", (1, 1, 8, 1)))
+    state = match(shapes, mine, [(r"^block/", "")])
+    assert state.status["block/dw/depthwise_kernel"] == MATCHED
+    plain = match({"dw/depthwise_kernel": [3, 3, 8, 1]}, targets(("m/dw/kernel", (3, 3, 8, 1))))
+    assert plain.how["dw/depthwise_kernel"] == "name, depthwise_kernel as kernel (Keras 3's name)"
+
+
+def test_a_rule_that_only_an_earlier_rule_shadows_says_so():
+    shapes = {"a/kernel": [2]}
+    rules = [(r"^a/", "x/"), (r"^a/kernel$", "y/kernel"), (r"^zzz", None)]
+    state = match(shapes, targets(("x/kernel", (2,)), ("y/kernel", (3,))), rules)
+    assert state.notes[0].startswith("rule 2 ('^a/kernel$') matched only TF1 names an earlier")
+    assert state.notes[1] == "rule 3 ('^zzz') matched no TF1 name"
+
+
+def test_a_published_checkpoint_without_slots_and_a_new_head():
+    shapes = {"bert/kernel": [2]}
+    mine = [
+        Target("bert/kernel", (2,)),
+        Target("head/kernel", (3,)),
+        Target("adam/m", (2,), owner=0, slot="_momentums"),
+        Target("adam/m_head", (3,), owner=1, slot="_momentums"),
+    ]
+    without = match(shapes, mine, has_optimizer=True)
+    assert without.target_status[1] == UNMATCHED  # a head nobody named: not silently new
+    assert without.target_status[2] == SKIPPED and "published" in without.target_how[2]
+    state = match(shapes, mine, has_optimizer=True, new=[r"^head/"])
+    assert state.target_status[1] == SKIPPED and state.target_how[1].startswith("new (new=)")
+    with pytest.raises(MappingError, match=r"new: '\(' is not a regular expression"):
+        match(shapes, mine, new=["("])
 
 
 # ------------------------------------------------------------------ TensorFlow, in each lane
@@ -506,3 +592,83 @@ def test_centered_rmsprop_slots_go_to_their_keras_lists(tf, tmp_path):
         keras = getattr(optimizer, attribute)[0]
         np.testing.assert_array_equal(keras.numpy(), value)
     assert len({stored[f"dense/kernel/{s}"].tobytes() for s in lists}) == 3  # all differ
+
+
+def bert_style(tf1):
+    """BERT's weight-decay Adam writes its slots by hand (`adam_m`, `adam_v`), and the model
+    keeps an ExponentialMovingAverage of its weights."""
+    tf1.set_random_seed(3)
+    with tf1.variable_scope("classifier"):
+        kernel = tf1.get_variable("dense/kernel", [4, 3])
+        bias = tf1.get_variable("dense/bias", [3], initializer=tf1.ones_initializer())
+    for variable in (kernel, bias):
+        for slot in ("adam_m", "adam_v"):
+            name = f"{variable.op.name}/{slot}"
+            tf1.get_variable(name, variable.shape, initializer=tf1.random_uniform_initializer())
+    tf1.train.get_or_create_global_step()
+    average = tf1.train.ExponentialMovingAverage(0.99)
+    return average.apply([kernel, bias])
+
+
+@pytest.mark.tensorflow
+def test_berts_slots_and_the_averages_map_with_no_rule_in_each_keras(tf, tmp_path):
+    from workbench import map_checkpoint, read_checkpoint
+
+    checkpoint = save_tf1_graph(tf, tmp_path, bert_style)
+    stored = read_checkpoint(checkpoint)
+    fresh(tf)
+    dense = tf.keras.layers.Dense(3, name="dense")
+    model = tf.keras.Sequential([dense])
+    model(tf.zeros([1, 4]))
+    optimizer = tf.keras.optimizers.AdamW(1e-3, use_ema=True)
+    optimizer.build(model.trainable_variables)
+    mapping = map_checkpoint(checkpoint, model, optimizer=optimizer)
+    assert not mapping.problems(), mapping.report()
+    mapping.assign()
+    index = 0 if optimizer._momentums[0].shape == (4, 3) else 1
+    np.testing.assert_array_equal(
+        optimizer._momentums[index].numpy(), stored["classifier/dense/kernel/adam_m"]
+    )
+    np.testing.assert_array_equal(
+        optimizer._velocities[index].numpy(), stored["classifier/dense/kernel/adam_v"]
+    )
+    average = stored["classifier/dense/kernel/ExponentialMovingAverage"]
+    kept = optimizer._model_variables_moving_average[index].numpy()
+    np.testing.assert_array_equal(kept, average)
+
+
+def attention_kernels(tf1):
+    """Two same-shape sibling layers of one parent, as attention's query and key."""
+    tf1.set_random_seed(5)
+    x = tf1.constant([[1.0, -2.0, 0.5, 3.0]])
+    with tf1.variable_scope("attention"):
+        query = tf1.get_variable("query/kernel", [4, 4])
+        key = tf1.get_variable("key/kernel", [4, 4])
+    tf1.reduce_sum(tf1.matmul(x, query) * tf1.tanh(tf1.matmul(x, key)))
+    return None
+
+
+@pytest.mark.tensorflow
+def test_sibling_layers_of_one_parent_are_exchanged_too(tf, tmp_path):
+    from workbench import SWAPPED, check_swaps, map_checkpoint
+
+    checkpoint = save_tf1_graph(tf, tmp_path, attention_kernels)
+    fresh(tf)
+    query = tf.keras.layers.Dense(4, use_bias=False, name="query")
+    key = tf.keras.layers.Dense(4, use_bias=False, name="key")
+    x = tf.constant([[1.0, -2.0, 0.5, 3.0]])
+    query(x), key(x)
+    variables = {"attention/query/kernel": query.kernel, "attention/key/kernel": key.kernel}
+    rules = [(r"^attention/query/", "attention/key/"), (r"^attention/key/", "attention/query/")]
+    mapping = map_checkpoint(checkpoint, variables, rules=rules)
+    assert [a.description for a in mapping.alternatives()] == ["attention/key <-> attention/query"]
+    tf1_query, tf1_key = (read(checkpoint, f"attention/{n}/kernel") for n in ("query", "key"))
+    tf1_loss = float(np.sum((x.numpy() @ tf1_query) * np.tanh(x.numpy() @ tf1_key)))
+    check = check_swaps(mapping, lambda: float(tf.reduce_sum(query(x) * tf.tanh(key(x)))), tf1_loss)
+    assert check.verdict == SWAPPED, check.summary()
+
+
+def read(checkpoint, name):
+    from workbench import read_checkpoint
+
+    return read_checkpoint(checkpoint, [name])[name]

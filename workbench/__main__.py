@@ -188,7 +188,14 @@ def map_(args: argparse.Namespace) -> int:
     model, optimizer = _built(load_function(args.model, "--model"), args.model)
     rules = [(pattern, None if to == "-" else to) for pattern, to in _pairs(args.rule, "--rule")]
     checkpoint = baseline.final_checkpoint if args.final else baseline.checkpoint
-    mapping = map_checkpoint(checkpoint, model, rules=rules, optimizer=optimizer)
+    mapping = map_checkpoint(
+        checkpoint,
+        model,
+        rules=rules,
+        optimizer=optimizer,
+        slot_lists=dict(_pairs(args.slot, "--slot")),
+        new=args.new,
+    )
     print(mapping.report())
     if not args.first_loss:
         return UNMAPPED if mapping.problems() else DONE
@@ -341,6 +348,16 @@ def parser() -> argparse.ArgumentParser:
     _repeatable(
         mapper, "--rule", "PATTERN=REPLACEMENT",
         "a name rule (re.sub on TF1 names; a replacement of - leaves it out); repeatable",
+    )  # fmt: skip
+    _repeatable(
+        mapper, "--slot", "NAME=LIST",
+        "the Keras optimizer's list for a TF1 slot name it does not know (adam_m=_momentums); "
+        "repeatable",
+    )  # fmt: skip
+    _repeatable(
+        mapper, "--new", "PATTERN",
+        "TF2 names that keep their initial values (a new head over a published checkpoint); "
+        "repeatable",
     )  # fmt: skip
     mapper.add_argument(
         "--final", action="store_true", help="map the last checkpoint, not model.ckpt-0"

@@ -81,6 +81,16 @@ SLOT_LISTS = {
 }
 # Centered RMSProp's mean gradient: TF1's RMSProp_1 when a RMSProp_2 exists (see _slot_list).
 CENTERED_LIST = "_average_gradients"
+# Slot names of hand-written TF1 optimizers (BERT's weight-decay Adam, LAMB): Adam's lists.
+SLOT_ALIASES = {"adam_m": "_momentums", "adam_v": "_velocities", "m": "_momentums"}
+SLOT_ALIASES["v"] = "_velocities"
+# ExponentialMovingAverage's shadow `<variable>/ExponentialMovingAverage`: with a Keras
+# optimizer built with use_ema=True (Keras 2.11 on and Keras 3), its list of averages.
+AVERAGE = "ExponentialMovingAverage"
+AVERAGE_LIST = "_model_variables_moving_average"
+# Names that differ between the generations for the same weight: TF1's and Keras 2's
+# DepthwiseConv2D weight is `depthwise_kernel`, Keras 3's `kernel`.
+RENAMES = ((re.compile(r"(^|/)depthwise_kernel$"), r"\1kernel"),)
 # Slot names TF1's optimizers give that no Keras optimizer keeps alike: slots all the same.
 TF1_SLOTS = frozenset(SLOT_LISTS) | {"Ftrl", "Ftrl_1", "Adadelta", "Adadelta_1"}
 SLOT_NOTES = {
@@ -93,6 +103,7 @@ SLOT_NOTES = {
 SAME_KIND = {
     ("embedding_weights", "embeddings"),
     ("weights", "kernel"),
+    ("depthwise_kernel", "kernel"),
     ("biases", "bias"),
     ("gamma", "gamma"),
     ("beta", "beta"),
@@ -139,12 +150,33 @@ def _same_kind(tf1: str, tf2: str) -> bool:
     return kinds[0] == kinds[1] or kinds in SAME_KIND
 
 
-def _slot_list(name: str, shapes: abc.Mapping[str, tuple[int, ...]]) -> str | None:
-    """The Keras optimizer's list that takes the TF1 slot `name`, or None if none does."""
+def _slot_list(
+    name: str, shapes: abc.Mapping[str, tuple[int, ...]], named: abc.Mapping[str, str] | None = None
+) -> str | None:
+    """The Keras optimizer's list that takes the TF1 slot `name`, or None if none is known:
+    the reader's `slot_lists` first, then TF1's optimizers, then the hand-written ones."""
     parent, slot = name.rsplit("/", 1)
+    if named and slot in named:
+        return named[slot]
     if slot == "RMSProp_1" and parent + "/RMSProp_2" in shapes:
         return CENTERED_LIST  # centered: rms, mg, momentum
-    return SLOT_LISTS.get(slot)
+    if slot == AVERAGE:
+        return AVERAGE_LIST
+    return SLOT_LISTS.get(slot) or SLOT_ALIASES.get(slot)
+
+
+def _is_slot(name: str, shapes: abc.Mapping[str, tuple[int, ...]], averages: bool) -> bool:
+    """A TF1 optimizer slot: a name TF1's optimizers give, or any `<variable>/<name>` of its
+    variable's shape (BERT's `adam_m`, LAMB's, LARS'); an average only where the Keras
+    optimizer keeps averages (use_ema=True), else it maps as a variable of its own."""
+    if "/" not in name:
+        return False
+    parent, last = name.rsplit("/", 1)
+    if last == AVERAGE:
+        return averages and parent in shapes
+    if last in TF1_SLOTS:
+        return True
+    return parent in shapes and tuple(shapes[parent]) == tuple(shapes[name])
 
 
 def _shape_text(shape: Sequence[int]) -> str:
@@ -197,6 +229,8 @@ class _State:
     has_optimizer: bool = False
     nonzero: abc.Container[str] = ()
     learning_rate: float | None = None
+    slots: set[str] = field(default_factory=set)  # the TF1 names that are optimizer slots
+    slot_lists: dict[str, str] = field(default_factory=dict)  # the reader's slot name -> list
 
     def claimed(self) -> set[int]:
         return set(self.pairs.values())
@@ -219,21 +253,31 @@ def match(
     has_optimizer: bool = False,
     nonzero: abc.Container[str] = (),
     learning_rate: float | None = None,
+    slot_lists: abc.Mapping[str, str] | None = None,
+    new: Sequence[str] = (),
 ) -> _State:
     """Decide every TF1 name's TF2 target; no TensorFlow here, so it is tested on its own.
 
     `nonzero`: the TF1 `Momentum` slots whose values are not all zero; each needs
     `learning_rate` to be carried over (Keras keeps -lr x TF1's sum), else it is unmatched.
+    `slot_lists`: TF1 slot name -> the Keras optimizer's list that takes it, for slots of an
+    optimizer the workbench does not know (`{"adam_m": "_momentums"}`). `new`: regular
+    expressions of TF2 names that no TF1 variable is expected for (a new task head): they keep
+    their initial values, reported as new.
     """
     state = _State({n: tuple(int(d) for d in s) for n, s in shapes.items()}, list(targets))
     state.has_optimizer, state.nonzero, state.learning_rate = has_optimizer, nonzero, learning_rate
+    state.slot_lists = dict(slot_lists or {})
     compiled = _compile(rules)
-    slots = {name for name in state.shapes if "/" in name and _kind_of_slot(name) in TF1_SLOTS}
+    averages = any(t.slot == AVERAGE_LIST for t in state.targets)
+    slots = {name for name in state.shapes if _is_slot(name, state.shapes, averages)}
+    state.slots = slots
     _by_rules(state, compiled, slots)  # first: a rule may place global_step too
     _bookkeeping(state)
     _by_name(state, slots)
     _by_pools(state, slots)
     _slots(state, slots, has_optimizer, nonzero, learning_rate)
+    _new(state, _patterns(new, "new"), bool(slots))
     for name in state.shapes:
         if name not in state.status:
             state.status[name] = UNMATCHED
@@ -255,6 +299,38 @@ def match(
                 "slot" if target.owner is not None else "by rule, name or shape"
             )
     return state
+
+
+def _patterns(patterns: Sequence[str], what: str) -> list[re.Pattern]:
+    if isinstance(patterns, str):
+        patterns = [patterns]
+    compiled = []
+    for pattern in patterns:
+        try:
+            compiled.append(re.compile(pattern))
+        except (re.error, TypeError) as error:
+            raise MappingError(
+                f"{what}: {pattern!r} is not a regular expression ({error})"
+            ) from None
+    return compiled
+
+
+def _new(state: _State, new: list[re.Pattern], has_slots: bool) -> None:
+    """TF2 variables left at their initial values on purpose: those `new` names, and, when
+    the checkpoint holds no optimizer slot at all (a published checkpoint), the slots."""
+    claimed = state.claimed()
+    for index, target in enumerate(state.targets):
+        if index in claimed or index in state.target_status or target.own:
+            continue
+        if any(pattern.search(target.name) for pattern in new):
+            state.target_status[index] = SKIPPED
+            state.target_how[index] = "new (new=): keeps its initial value"
+        elif target.owner is not None and not has_slots and state.has_optimizer:
+            state.target_status[index] = SKIPPED
+            state.target_how[index] = (
+                "new: the checkpoint holds no optimizer slots (a published checkpoint), so the "
+                "optimizer's start at their initial values"
+            )
 
 
 def _kind_of_slot(name: str) -> str:
@@ -334,6 +410,10 @@ def _by_rules(
                 break
             wanted = re.sub(r":\d+$", "", pattern.sub(replacement, name))  # Keras 2's v.name
             fits, misfits = _find(state, wanted, state.shapes[name])
+            for renamer, renamed in RENAMES if not fits else ():
+                if renamer.search(wanted):  # the rule's TF1-style name, in Keras 3's words
+                    wanted = renamer.sub(renamed, wanted)
+                    fits, misfits = _find(state, wanted, state.shapes[name])
             taken = [
                 tf1
                 for tf1, i in state.pairs.items()
@@ -361,8 +441,22 @@ def _by_rules(
                 state.how[name] = f"{rule}) gives {wanted!r}: no TF2 variable of this shape{other}"
             break
     for number, (pattern, _) in enumerate(compiled):
-        if not used[number]:
-            state.notes.append(f"rule {number + 1} ({pattern.pattern!r}) matched no TF1 name")
+        if used[number]:
+            continue
+        earlier = [
+            first + 1
+            for first in range(number)
+            if any(pattern.search(n) and compiled[first][0].search(n) for n in state.shapes)
+        ]
+        state.notes.append(
+            f"rule {number + 1} ({pattern.pattern!r}) "
+            + (
+                f"matched only TF1 names an earlier rule had placed (rule {earlier[0]}): "
+                "the first rule that matches a name decides it"
+                if earlier
+                else "matched no TF1 name"
+            )
+        )
 
 
 def _unreliable_layers(state: _State, slots: set[str]) -> set[str]:
@@ -393,9 +487,15 @@ def _by_name(state: _State, slots: set[str]) -> None:
         if layer and _split_number(layer)[0] in unreliable:
             continue
         fits, _ = _find(state, name, state.shapes[name])
-        fits = [i for i in fits if state.targets[i].weight]
+        fits, how = [i for i in fits if state.targets[i].weight], "name"
+        for pattern, replacement in RENAMES if not fits else ():
+            renamed = pattern.sub(replacement, name)
+            if renamed != name:
+                found, _ = _find(state, renamed, state.shapes[name])
+                fits = [i for i in found if state.targets[i].weight]
+                how = f"name, {_kind(name)} as {_kind(renamed)} (Keras 3's name)"
         if len(fits) == 1:
-            state.pair(name, fits[0], "name")
+            state.pair(name, fits[0], how)
 
 
 def _by_pools(state: _State, slots: set[str]) -> None:
@@ -469,18 +569,27 @@ def _slots(
     nonzero: abc.Container[str],
     learning_rate: float | None,
 ) -> None:
-    for name in sorted(slots):
+    named = state.slot_lists
+    known = sorted(n for n in slots if _slot_list(n, state.shapes, named))
+    for name in known + sorted(set(slots) - set(known)):  # the unknown kinds from what is left
         if name in state.status:
             continue
         parent, slot = name.rsplit("/", 1)
-        wanted = _slot_list(name, state.shapes)
+        wanted = _slot_list(name, state.shapes, named)
+        if wanted is None and state.status.get(parent) == MATCHED and has_optimizer:
+            wanted = _only_list_left(state, name, slots)
         state.status[name] = UNMATCHED
         if state.status.get(parent) != MATCHED:
             state.how[name] = f"slot {slot!r} of {parent}, which is not matched: map it first"
         elif not has_optimizer:
             state.how[name] = f"slot {slot!r} of {parent}: pass the built optimizer= to carry it"
         elif wanted is None:
-            state.how[name] = f"slot {slot!r} of {parent}: no Keras optimizer slot is known for it"
+            lists = sorted({t.slot for t in state.targets if t.owner == state.pairs[parent]})
+            state.how[name] = (
+                f"slot {slot!r} of {parent}: the workbench does not know which of the optimizer's "
+                f"lists ({', '.join(lists) or 'none'}) takes it: name it once for every variable "
+                f"with slot_lists={{{slot!r}: LIST}} (--slot {slot}=LIST)"
+            )
         elif slot == "Momentum" and name in nonzero and learning_rate is None:
             state.how[name] = (
                 f"slot {slot!r} of {parent}: TF1 sums gradients where Keras SGD keeps -lr x that "
@@ -504,6 +613,26 @@ def _slots(
                     f"slot {slot!r} of {parent}: the optimizer keeps no such slot (another "
                     "optimizer than TF1's, or not built with this variable)"
                 )
+
+
+def _only_list_left(state: _State, name: str, slots: set[str]) -> str | None:
+    """The list of the one slot of the variable's that no TF1 slot took, where the variable
+    has exactly one TF1 slot of an unknown kind: an optimizer's single unknown slot."""
+    parent = name.rsplit("/", 1)[0]
+    owner, claimed = state.pairs[parent], state.claimed()
+    free = [
+        t.slot
+        for i, t in enumerate(state.targets)
+        if t.owner == owner and i not in claimed and t.slot not in (AVERAGE_LIST, UNKNOWN_SLOT)
+    ]
+    unknown = [
+        n
+        for n in slots
+        if n.rsplit("/", 1)[0] == parent
+        and _slot_list(n, state.shapes, state.slot_lists) is None
+        and n not in state.status
+    ]
+    return free[0] if len(free) == 1 and unknown == [name] else None
 
 
 # ----------------------------------------------------------------------------- TensorFlow side
@@ -572,7 +701,7 @@ def tf2_targets(model: Any, optimizer: Any = None) -> list[Target]:
         index = _slot_index(optimizer, target.variable)
         if index is None:
             continue
-        for attribute in (*dict.fromkeys(SLOT_LISTS.values()), CENTERED_LIST):
+        for attribute in (*dict.fromkeys(SLOT_LISTS.values()), CENTERED_LIST, AVERAGE_LIST):
             found = getattr(optimizer, attribute, None) or []
             if index < len(found) and found[index] is not None and id(found[index]) not in placed:
                 variable = found[index]
@@ -625,6 +754,8 @@ def map_checkpoint(
     rules: Sequence[tuple[str, str | None]] = (),
     optimizer: Any = None,
     learning_rate: float | None = None,
+    slot_lists: abc.Mapping[str, str] | None = None,
+    new: Sequence[str] = (),
 ) -> Mapping:
     """Match every variable of a TF1 checkpoint to the model's variables and optimizer slots.
 
@@ -635,6 +766,10 @@ def map_checkpoint(
     `optimizer`: the built Keras optimizer whose slots take TF1's (`dense/kernel/Adagrad`).
     `learning_rate`: the rate TF1's MomentumOptimizer trained at, needed only for nonzero
     `Momentum` slots (TF1 keeps the sum of gradients, Keras SGD -lr x that sum).
+    `slot_lists`: the Keras optimizer's list for a slot name the workbench does not know
+    (`{"adam_m": "_momentums"}`; TF1's optimizers, BERT's `adam_m`/`adam_v` and a variable's
+    only slot need none). `new`: regular expressions of TF2 names that keep their initial
+    values (a new task head over a published checkpoint).
     Nothing is assigned: read `report()`, then call `assign()`.
     """
     import numpy as np
@@ -651,6 +786,8 @@ def map_checkpoint(
         has_optimizer=optimizer is not None,
         nonzero=nonzero,
         learning_rate=learning_rate,
+        slot_lists=slot_lists,
+        new=new,
     )
     return Mapping(path, reader, state)
 
@@ -734,8 +871,8 @@ class Mapping:
             described = "; ".join(
                 f"{r.status} {'TF1 ' + r.tf1 if r.tf1 else 'TF2 ' + r.tf2} "
                 f"{_shape_text(r.shape)} ({r.how})"
-                for r in left
-            )
+                for r in left[:3]
+            ) + (f"; and {len(left) - 3} more (report() lists them)" if len(left) > 3 else "")
             raise MappingError(
                 f"{len(left)} variable(s) not mapped, nothing assigned: {described}. Fix: add a "
                 "rule (pattern, TF2 name) for each, or list it in allow_unmatched to leave it "
@@ -776,6 +913,8 @@ class Mapping:
             old.has_optimizer,
             old.nonzero,
             old.learning_rate,
+            old.slots,
+            old.slot_lists,
         )
         for name, index in changes.items():
             state.pair(name, index, why)
@@ -784,7 +923,7 @@ class Mapping:
             for n in state.shapes
             if "/" in n
             and n.rsplit("/", 1)[0] in changes
-            and _kind_of_slot(n) in TF1_SLOTS
+            and n in old.slots
             and state.status.get(n) != SKIPPED
         }
         for name in slots:
@@ -796,8 +935,9 @@ class Mapping:
     def alternatives(self, limit: int = 24) -> list[Alternative]:
         """Other assignments a wrong layer order would give, for `workbench.check_swaps`.
 
-        Without ambiguous variables: each exchange of two matched layers of one kind whose
-        variables have the same kinds and shapes (`conv2d_1` and `conv2d_2`), their slots and
+        Without ambiguous variables: each exchange of two matched layers of one kind, or of
+        one parent (attention's `query` and `key`), whose variables have the same kinds and
+        shapes (`conv2d_1` and `conv2d_2`), their slots and
         other matched sub-variables (`kernel/ExponentialMovingAverage`) following them; a pair
         whose values are equal in the checkpoint is marked `equal` (no loss can tell them
         apart there, and the model is the same either way). Only exchanges of two layers are
@@ -817,13 +957,18 @@ class Mapping:
         groups: dict[tuple, list[str]] = {}
         for layer, members in layers.items():
             signature = tuple(sorted((kind, state.shapes[n]) for kind, n in members.items()))
-            groups.setdefault((_template(layer)[0], signature), []).append(layer)
-        found = []
+            groups.setdefault(("numbered", _template(layer)[0], signature), []).append(layer)
+            # siblings of one parent with the same variables: attention's query and key
+            parent = layer.rsplit("/", 1)[0] if "/" in layer else ""
+            groups.setdefault(("sibling", parent, signature), []).append(layer)
+        found, tried = [], set()
         for group in groups.values():
-            ordered = sorted(group, key=lambda n: _template(n)[1])
+            ordered = sorted(group, key=lambda n: (_template(n)[0], _template(n)[1], n))
             for position, a in enumerate(ordered):
                 for b in ordered[position + 1 :]:
-                    found.append(self._exchange(a, b, layers, subs))
+                    if (a, b) not in tried:
+                        tried.add((a, b))
+                        found.append(self._exchange(a, b, layers, subs))
         needed = sum(not alternative.equal for alternative in found)
         if needed > limit:
             raise MappingError(
