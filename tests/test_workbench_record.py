@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import types
 
 import numpy as np
 import pytest
@@ -255,3 +256,43 @@ def test_tf1_dropout_draws_the_masks_of_the_tf1_op_step_after_step():
         np.testing.assert_array_equal(layer(x, training=True).numpy(), tf1_step)
     np.testing.assert_array_equal(layer(x, training=False).numpy(), x)
     assert (tf1_steps[0] == 0).any() and (tf1_steps[0] != tf1_steps[1]).any()
+
+
+@needs_estimator
+@pytest.mark.tensorflow
+def test_a_warm_up_written_with_tf_cond_is_recorded(tmp_path):
+    """The rate is the cond's Identity (fetchable), not the cond op's own output."""
+    baseline = record_baseline(toy.model_fn, toy.input_fn, tmp_path / "b", batch_size=8,
+                               steps=3, params={"cond_warmup": True})  # fmt: skip
+    assert baseline.found["learning_rate"].startswith("cond/Identity")
+    assert [round(s["learning_rate"], 6) for s in baseline.steps] == [0.025, 0.05, 0.05]
+
+
+@needs_estimator
+@pytest.mark.tensorflow
+def test_the_models_session_config_is_used(tmp_path):
+    import tensorflow as tf
+
+    config = tf.compat.v1.ConfigProto(inter_op_parallelism_threads=1)
+    config.graph_options.rewrite_options.disable_meta_optimizer = True  # Grappler off
+    baseline = record_baseline(toy.model_fn, toy.input_fn, tmp_path / "b", batch_size=8,
+                               steps=2, session_config=config)  # fmt: skip
+    stored = load_baseline(STORED)
+    assert [s["loss"] for s in baseline.steps] == pytest.approx(
+        [s["loss"] for s in stored.steps[:2]], abs=1e-6
+    )
+
+
+def test_a_transposed_batch_is_named_as_such():
+    from workbench.record import _check_batches, _Request
+
+    request = _Request(None, None, 8, 1, {}, None, None, 0, {}, None)
+    hook = types.SimpleNamespace(steps=[{}], batches=[{"features/x": np.zeros((4, 8))}])
+    with pytest.raises(RecordError, match=r"batch in its last dimension .* transpose_input"):
+        _check_batches(hook, request)
+
+
+def test_compare_refuses_a_run_at_another_batch(capsys):
+    code, _, err = run_cli(capsys, "compare", "--baseline", str(STORED), "--run", "x.json",
+                           "--batch-size", "16")  # fmt: skip
+    assert code == cli.REFUSED and "the baseline trained on batches of 8" in err

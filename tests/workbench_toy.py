@@ -4,7 +4,8 @@ what tests/test_workbench_record.py points the workbench at, as a reader points 
 params: `optimizer` ("sgd", "momentum", "adam" or "by_hand": a hand-written update with no
 Apply op, as BERT's), `dropout` (a rate; 0 builds no dropout op), `clip` (a clip_norm for
 clip_by_global_norm; 0 clips nothing), `fail` (model_fn raises),
-`examples` (the dataset's size; the training input repeats unless `once`).
+`examples` (the dataset's size; the training input repeats unless `once`), `cond_warmup`
+(a warm-up written with tf.cond).
 """
 
 from __future__ import annotations
@@ -52,6 +53,9 @@ def model_fn(features, labels, mode, params):
     loss = tf1.losses.sigmoid_cross_entropy(labels, logits)
     step = tf1.train.get_global_step()
     rate = tf1.train.exponential_decay(RATE, step, DECAY_STEPS, DECAY)
+    if params.get("cond_warmup"):  # a warm-up written with tf.cond, as many models have it
+        warm = RATE * tf1.cast(step + 1, tf1.float32) / 4.0
+        rate = tf1.cond(step < 2, lambda: warm, lambda: rate)
     kind = params.get("optimizer", "sgd")
     if kind == "by_hand":
         train_op = by_hand(loss, rate, step)

@@ -109,6 +109,12 @@ def record(args: argparse.Namespace) -> int:
         tensors=dict(_pairs(args.tensor, "--tensor")),
         replace=args.replace,
         progress=_progress,
+        session_config=_called(
+            load_function(args.session_config, "--session-config"),
+            f"--session-config {args.session_config}",
+        )
+        if args.session_config
+        else None,
     )
     print(baseline.summary())
     return DONE
@@ -247,6 +253,12 @@ def compare(args: argparse.Namespace) -> int:
     from workbench.record import load_baseline
 
     baseline = load_baseline(args.baseline)
+    if args.batch_size is not None and args.batch_size != baseline.batch_size:
+        raise CliError(
+            f"--batch-size {args.batch_size}: the baseline trained on batches of "
+            f"{baseline.batch_size}; train the TF2 run on the baseline's batches "
+            "(baseline.batches()), or record a baseline at this batch"
+        )
     candidate: Any = _read_json(args.run, "--run")
     if not isinstance(candidate, list | dict):
         raise CliError(
@@ -333,6 +345,11 @@ def parser() -> argparse.ArgumentParser:
         rec, "--tensor", "QUANTITY=TENSOR",
         "name a tensor the graph search misses (learning_rate=my_rate:0); repeatable",
     )  # fmt: skip
+    rec.add_argument(
+        "--session-config",
+        metavar="MODULE:FUNCTION",
+        help="a function returning the tf.compat.v1.ConfigProto your RunConfig passes",
+    )
     rec.add_argument("--replace", action="store_true", help="record again over a baseline")
     rec.set_defaults(handler=record)
 
@@ -382,6 +399,9 @@ def parser() -> argparse.ArgumentParser:
     comparer.add_argument("--weights", help="the TF2 run's final weights by TF1 name (.npz)")
     comparer.add_argument(
         "--nudged", help="the same TF2 run from a start moved by one ulp (JSON): the rounding check"
+    )
+    comparer.add_argument(
+        "--batch-size", type=int, help="the TF2 run's global batch: refused unless the baseline's"
     )
     comparer.set_defaults(handler=compare)
     return top

@@ -292,8 +292,16 @@ def runs_after(op: Any, other: Any) -> bool:
     return False
 
 
+# Ops whose outputs a session cannot fetch: the Identity after them is where their value is.
+CONTROL_FLOW = {"If", "StatelessIf", "Case", "StatelessCase", "While", "StatelessWhile"}
+
+
 def _through_casts(tensor: Any) -> Any:
+    """The tensor behind casts and identities, short of a tf.cond's or loop's own output (a
+    warm-up written with tf.cond: its rate is `cond/Identity:0`, fetchable, not `cond:0`)."""
     while tensor.op.type in ("Cast", "Identity") and tensor.op.inputs:
+        if tensor.op.inputs[0].op.type in CONTROL_FLOW:
+            break
         tensor = tensor.op.inputs[0]
     return tensor
 
@@ -480,6 +488,7 @@ def record_baseline(
     tensors: Mapping[str, str] | None = None,
     replace: bool = False,
     progress: Callable[[str], None] | None = None,
+    session_config: Any = None,
 ) -> Baseline:
     """Train `model_fn` for `steps` steps with TPUEstimator(use_tpu=False) and record it.
 
@@ -491,6 +500,8 @@ def record_baseline(
     a tensor by hand where the graph search finds another (`{"learning_rate": "my_rate:0"}`;
     the search's choices are in `Baseline.found`).
     `progress`, when given, receives a line at most every second (the CLI prints them).
+    `session_config`: a `tf.compat.v1.ConfigProto` for the RunConfig, as the model's own
+    (Grappler's rewrites off, say), so that the baseline runs the graph as training did.
     """
     tf1 = _tf1()
     out_dir = Path(out_dir)
@@ -506,7 +517,7 @@ def record_baseline(
     try:
         request = _Request(
             model_fn, input_fn, batch_size, steps, dict(params or {}), eval_input_fn,
-            eval_steps, seed, dict(tensors or {}), progress,
+            eval_steps, seed, dict(tensors or {}), progress, session_config,
         )  # fmt: skip
         _record(tf1, request, partial)
         if (out_dir / MANIFEST).is_file():  # a baseline of ours, replace=True (_guard)
@@ -583,6 +594,7 @@ class _Request:
     seed: int
     overrides: dict[str, str]
     progress: Callable[[str], None] | None
+    session_config: Any = None
 
 
 def _record(tf1: Any, r: _Request, directory: Path) -> None:
@@ -593,6 +605,7 @@ def _record(tf1: Any, r: _Request, directory: Path) -> None:
         model_dir=str(directory / MODEL_DIR),
         tf_random_seed=r.seed,
         save_checkpoints_steps=r.steps,
+        session_config=r.session_config,
         tpu_config=tf1.estimator.tpu.TPUConfig(iterations_per_loop=1),
     )
     estimator = tf1.estimator.tpu.TPUEstimator(
@@ -703,6 +716,12 @@ def _check_batches(hook: Any, r: _Request) -> None:
         )
     for number, batch in enumerate(hook.batches):
         for key, values in batch.items():
+            if values.ndim > 1 and values.shape[0] != r.batch_size == values.shape[-1]:
+                raise RecordError(
+                    f"step {number}'s {key} has the batch in its last dimension "
+                    f"{tuple(values.shape)}: TPUConfig's transpose_input transposed it; record "
+                    "with the input_fn's own layout (transpose_input off) (nothing was written)"
+                )
             if values.ndim == 0 or values.shape[0] != r.batch_size:
                 raise RecordError(
                     f"step {number}'s {key} has {values.shape[:1] or 'no'} rows, not batch_size "
