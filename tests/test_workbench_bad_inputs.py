@@ -160,6 +160,9 @@ CASES: list[tuple[str, list[str], Callable[[Path], None], int, str]] = [
     ("rule without =", [*MAP, "--rule", "hidden"], nothing, 1, "LEFT=RIGHT"),
     ("rule not a regex", [*MAP, "--rule", "hid(den=x"], nothing, 1, "hid(den"),
     ("slot without =", [*MAP, "--slot", "adam_m"], nothing, 1, "LEFT=RIGHT"),
+    ("first step alone", [*MAP, "--first-step", "workbench_toy:first_step"], nothing, 1, "give both"),
+    ("first step raises", [*FIRST, "workbench_toy:first_loss", "--first-step", "user:loss_raises"], nothing, 1, "--first-step user:loss_raises"),
+    ("first step not recorded", [*FIRST, "workbench_toy:first_loss", "--first-step", "workbench_toy:first_step"], edit_manifest(first_step=None), 1, "no state after its first step"),
     ("new not a regex", [*MAP, "--new", "head("], nothing, 1, "new: 'head(' is not a regular expression"),
     (
         "first loss with final",
@@ -310,6 +313,7 @@ RECORD_CASES: list[tuple[str, list[str], Callable[[Path], None], int, str]] = [
     ),
     ("out is a file", [*RECORD[:-1], "run.json"], nothing, 1, "is not a workbench baseline"),
     ("out a baseline, no replace", [*RECORD[:-1], "baseline"], nothing, 1, "--replace"),
+    ("replace an unlisted baseline", [*RECORD[:-1], "baseline", "--replace"], edit_manifest(files=None), 1, "lists none of its files"),
     (
         "model_fn fails",
         [*RECORD[:-1], "deep/er/new", "--params", '{"fail": 1}'],

@@ -672,3 +672,54 @@ def read(checkpoint, name):
     from workbench import read_checkpoint
 
     return read_checkpoint(checkpoint, [name])[name]
+
+
+@pytest.mark.tensorflow
+def test_where_the_first_loss_cannot_tell_the_first_update_does(tf, tmp_path):
+    """Kernels drawn as small as BERT's make every order's first loss equal within its bound;
+    each kernel's first update still says which is which."""
+    from workbench import CONFIRMED, SWAPPED, UNDECIDED_ORDER, check_swaps, map_checkpoint
+
+    x, y = (
+        np.array([[1.0, -2.0, 0.5, 3.0]], "float32"),
+        np.array([[2.0, 1.0, -1.0, 0.5]], "float32"),
+    )
+    tf1 = tf.compat.v1
+    with tf1.Graph().as_default(), tf1.Session() as session:
+        tf1.set_random_seed(9)
+        small = tf1.random_normal_initializer(stddev=3e-4)
+        query = tf1.get_variable("attention/query/kernel", [4, 4], initializer=small)
+        key = tf1.get_variable("attention/key/kernel", [4, 4], initializer=small)
+        loss = tf1.reduce_sum(tf1.matmul(x, query) * tf1.matmul(y, key))
+        train = tf1.train.GradientDescentOptimizer(0.1).minimize(loss)
+        session.run(tf1.global_variables_initializer())
+        checkpoint = tf1.train.Saver().save(session, str(tmp_path / "model.ckpt"), global_step=0)
+        tf1_loss = float(session.run(loss))
+        session.run(train)
+        after = {"attention/query/kernel": query.eval(), "attention/key/kernel": key.eval()}
+    fresh(tf)
+    layers = {n: tf.keras.layers.Dense(4, use_bias=False, name=n) for n in ("query", "key")}
+    layers["query"](x), layers["key"](y)
+    variables = {f"attention/{n}/kernel": layer.kernel for n, layer in layers.items()}
+
+    def first_loss():
+        return float(tf.reduce_sum(layers["query"](x) * layers["key"](y)))
+
+    def first_step():
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(layers["query"](x) * layers["key"](y))
+        kernels = [layers["query"].kernel, layers["key"].kernel]
+        for kernel, gradient in zip(kernels, tape.gradient(loss, kernels), strict=True):
+            kernel.assign_sub(0.1 * gradient)
+
+    swapped = [(r"/query/", "/key/"), (r"/key/", "/query/")]
+    for rules, verdict in (((), CONFIRMED), (swapped, SWAPPED)):
+        mapping = map_checkpoint(checkpoint, variables, rules=rules)
+        by_loss = check_swaps(mapping, first_loss, tf1_loss)
+        assert by_loss.verdict == UNDECIDED_ORDER, by_loss.summary()
+        mapping = map_checkpoint(checkpoint, variables, rules=rules)
+        by_update = check_swaps(
+            mapping, first_loss, tf1_loss, first_step=first_step, after_first_step=after
+        )
+        assert by_update.verdict == verdict, by_update.summary()
+        assert "first update off by" in by_update.summary()

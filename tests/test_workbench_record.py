@@ -98,6 +98,11 @@ def test_map_and_compare_from_the_command_line(capsys, tmp_path):
                            "workbench_toy:build_model", "--first-loss",
                            "workbench_toy:first_loss")  # fmt: skip
     assert code == cli.DONE and "verdict: confirmed" in out and "as mapped: first loss" in out
+    code, out, _ = run_cli(capsys, "map", "--baseline", str(STORED), "--model",
+                           "workbench_toy:build_model", "--first-loss", "workbench_toy:first_loss",
+                           "--first-step", "workbench_toy:first_step")  # fmt: skip
+    assert code == cli.DONE and "first loss and update" in out, out
+    assert "first update off by" in out and "(≤ 0.001)" in out, out
     baseline = load_baseline(STORED)
     for rate, expected in ((toy.RATE, cli.DONE), (0.12, cli.DIFFERENT)):
         steps, weights = toy.train_tf2(baseline, rate)

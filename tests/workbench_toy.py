@@ -94,6 +94,17 @@ def first_loss(model, features, labels) -> float:
     return float(loss_fn(labels, model(features["x"])))
 
 
+def first_step(model, features, labels) -> None:
+    """The port's first training step on one batch, at the schedule's first rate: what
+    `python -m workbench map --first-step` calls to compare each variable's first update."""
+    loss_fn = tf.keras.losses.BinaryCrossentropy(from_logits=True)
+    with tf.GradientTape() as tape:
+        loss = loss_fn(labels, model(features["x"]))
+    gradients = tape.gradient(loss, model.trainable_variables)
+    for variable, gradient in zip(model.trainable_variables, gradients, strict=True):
+        variable.assign_sub(RATE * gradient)
+
+
 def train_tf2(baseline, rate: float = RATE) -> tuple[list[dict[str, float]], dict]:
     """The port: start from model.ckpt-0, train on the baseline's batches with plain SGD."""
     from workbench import map_checkpoint

@@ -26,7 +26,8 @@ installs into the reader's own TF1 environment (docs/workbench.md):
   element of the final weights, and a verdict. A difference at step 0 is real (nothing had
   trained yet), unless the two sides multiply matrices at different precisions; a later one
   may be rounding that training amplified, which `amplified_rounding` (notebook 10's one-ulp
-  check) tells apart. `likely_causes` ranks notebook 04's checklist by what was observed.
+  check) tells apart. `likely_causes` lists the causes of notebook 04's checklist whose
+  observation applies, in the checklist's fixed order.
   Compare the model's weights alone with `mapping.tf2_values(weights_only=True)` against
   `read_checkpoint(tf1_final_checkpoint, names=mapping.weight_names())`.
 """

@@ -9,14 +9,16 @@ stdout and its progress on stderr. Exit codes, for scripts:
 - 1: the input was refused, with one line on stderr saying what to change;
 - 2: the command line itself is wrong (argparse's usage message);
 - 3: map: some variable is unmatched or ambiguous (the report says which), or, with
-  --first-loss, no single assignment reproduces the baseline's first loss (or several do);
+  --first-loss, the mapping as made is not the one assignment that reproduces the baseline's
+  first loss (none does, several do, or another one does: the report gives its pairs, for
+  rules);
 - 4: compare: the runs part, and the one-ulp check (--nudged) did not show it to be
   amplified rounding (the report gives the step, the worst element and the likely causes);
 - 5: the workbench itself failed (a bug to report): one line on stderr names the error and
   the file where the full traceback was written.
 
-A refusal longer than a few lines (a mapping's list of names) is cut to its start on stderr,
-and the whole message is written to a file that the line names.
+A refusal longer than 400 characters or of several lines (a mapping's list of names) is cut
+to its start on stderr, and the whole message is written to a file that the line names.
 """
 
 from __future__ import annotations
@@ -189,6 +191,8 @@ def map_(args: argparse.Namespace) -> int:
     from workbench.mapping import map_checkpoint
     from workbench.record import load_baseline
 
+    if args.first_step and not args.first_loss:
+        raise CliError("--first-step goes with --first-loss: give both")
     _quiet_tensorflow()
     baseline = load_baseline(args.baseline)
     model, optimizer = _built(load_function(args.model, "--model"), args.model)
@@ -216,6 +220,7 @@ def _check_swaps(args: argparse.Namespace, baseline: Any, model: Any, mapping: A
 
     if args.final:
         raise CliError("--first-loss checks model.ckpt-0, the start: leave out --final")
+
     unmatched = [r for r in mapping.problems() if r.status != AMBIGUOUS]
     if unmatched:
         return UNMAPPED  # the report above names them; an unmatched variable has no trial
@@ -230,7 +235,23 @@ def _check_swaps(args: argparse.Namespace, baseline: Any, model: Any, mapping: A
         except (TypeError, ValueError):
             raise CliError(f"{what} returned a {type(loss).__name__}, not one number") from None
 
-    check = check_swaps(mapping, first_loss, baseline.steps[0]["loss"])
+    step, after = None, None
+    if args.first_step:
+        after = baseline.after_first_step()
+        if after is None:
+            raise CliError(
+                "--first-step: this baseline holds no state after its first step (recorded "
+                "by an older workbench): record it again"
+            )
+        step_of = load_function(args.first_step, "--first-step")
+        stepped = f"--first-step {args.first_step} (called as f(model, features, labels))"
+
+        def step() -> None:
+            _called(step_of, stepped, model, features, labels)
+
+    check = check_swaps(
+        mapping, first_loss, baseline.steps[0]["loss"], first_step=step, after_first_step=after
+    )
     print(check.summary())
     if check.verdict in (SWAPPED, RESOLVED):
         print("the assignment that fits, in TF1 name -> TF2 name (write rules for it):")
@@ -282,7 +303,7 @@ def compare(args: argparse.Namespace) -> int:
         print(f"one-ulp check: {rounding.verdict}")
     if verdict in (IDENTICAL, WITHIN) or (rounding and rounding.verdict == AMPLIFIED_ROUNDING):
         return DONE
-    print("likely causes, most likely first:")
+    print("likely causes, in the checklist's order (the most telling observation first):")
     for cause in likely_causes(comparison, rounding):
         print(f"- {cause.name}: {cause.why}")
     return DIFFERENT
@@ -320,7 +341,8 @@ def parser() -> argparse.ArgumentParser:
         description="Apply the migration method to your own TPUEstimator model: record its TF1 "
         "baseline, map the baseline's checkpoint onto your Keras model, compare your TF2 run.",
         epilog="Exit codes: 0 done, 1 input refused (one line says what to change), 2 usage, "
-        "3 variables left unmapped or the swap check undecided, 4 the runs part (beyond "
+        "3 variables left unmapped, or the swap check kept another assignment or none, 4 the runs "
+        "part (beyond "
         "rounding), 5 the workbench failed (the line names the file holding the traceback).",
     )
     top.add_argument("--path", default=".", help="folder to import your modules from (.)")
@@ -384,6 +406,12 @@ def parser() -> argparse.ArgumentParser:
         metavar="MODULE:FUNCTION",
         help="f(model, features, labels) -> the loss of the baseline's first batch, no update: "
         "runs the swap check (check_swaps) on model.ckpt-0",
+    )
+    mapper.add_argument(
+        "--first-step",
+        metavar="MODULE:FUNCTION",
+        help="with --first-loss: f(model, features, labels) trains one step on the batch, as TF1's "
+        "first; an order fits only if every variable's first update matches TF1's too",
     )
     mapper.set_defaults(handler=map_)
 

@@ -5,7 +5,10 @@
 is compared with into one directory (`FORMAT`, described in `Baseline`):
 
 - each step's loss, learning rate and global gradient norm (before clipping), found in the
-  graph, so the `model_fn` needs no `host_call` (notebook 15 shows the method);
+  graph (the norm computed from the loss's gradients where no clip is found), so the
+  `model_fn` needs no `host_call` (notebook 15 shows the method);
+- the trainable variables after the first update (`after_step_1.npz`), which tell exchanged
+  layers apart where the first loss cannot (`check_swaps(first_step=...)`);
 - the batches each step trained on, so the TF2 side trains on the same examples in the same
   order;
 - `model.ckpt-0` (the weights and optimizer slots before the first update: start TF2 from it)
@@ -19,11 +22,11 @@ current TPUs (tensorflow#90807, a v5p). A baseline
 recorded once is read anywhere with `load_baseline`, which needs no TensorFlow 1 API.
 
 Nothing is lost or overwritten: the run is written into a new folder beside `out_dir` and
-moved there only when complete; an `out_dir` that exists is refused unless it is a baseline
-this module wrote and `replace=True`, and then only the files its `baseline.json` lists are
-replaced (anything else in the folder stays). `baseline.json` lists every file with its size
-and SHA-256, and `load_baseline` checks them, so a truncated or replaced file is named before
-anything reads it. A failed recording leaves nothing, not even the folders it made.
+moved there only when complete; an `out_dir` that exists is refused unless it is empty, or a
+baseline this module wrote and `replace=True`, and then only the files its `baseline.json`
+lists are replaced (anything else in the folder stays). `baseline.json` lists every file with
+its size and SHA-256, and `load_baseline` checks them, so a truncated or replaced file is
+named before anything reads it. A failed recording leaves nothing, not even the folders it made.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ FORMAT = "tpu-migration-workbench baseline"
 VERSION = 2  # 2: baseline.json lists each file's size and SHA-256
 MANIFEST = "baseline.json"
 BATCHES = "batches.npz"
+FIRST_STEP = "after_step_1.npz"  # the trainable variables after the first update
 MODEL_DIR = "estimator"  # TPUEstimator's model_dir while recording; removed afterwards
 CHECKPOINTS = "checkpoints"
 # The per-step quantities, by the names workbench.compare reads.
@@ -101,6 +105,21 @@ class Baseline:
     evaluation: dict[str, float] | None
     checkpoint: Path
     final_checkpoint: Path
+    first_step: Path | None = None  # FIRST_STEP, where recorded
+
+    def after_first_step(self) -> dict[str, np.ndarray] | None:
+        """The trainable variables after the first update, by TF1 name (None for a baseline
+        recorded without them): what `check_swaps(first_step=...)` compares one TF2 step with,
+        where the first loss cannot tell exchanged layers apart."""
+        if self.first_step is None:
+            return None
+        try:
+            with np.load(self.first_step, allow_pickle=False) as stored:
+                return {name: stored[name] for name in stored.files}
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as error:
+            raise RecordError(
+                f"{self.first_step} cannot be read ({first_line(error)}): record the baseline again"
+            ) from None
 
     def batches(self) -> list[tuple[Any, Any]]:
         """The `(features, labels)` of each step, as the `input_fn` gave them."""
@@ -229,6 +248,7 @@ def load_baseline(directory: str | Path) -> Baseline:
         evaluation=data["evaluation"],
         checkpoint=directory / data["checkpoint"],
         final_checkpoint=directory / data["final_checkpoint"],
+        first_step=directory / data["first_step"] if data.get("first_step") else None,
     )
 
 
@@ -409,6 +429,7 @@ def _make_hook(tf1: Any, capture: _Capture, overrides: Mapping[str, str], steps:
             self.found: dict[str, str | None] = {}
             self.random_ops: list[dict[str, Any]] = []
             self.clip_norm: float | None = None
+            self.after_first: dict[str, np.ndarray] = {}
             self.last_print = 0.0
 
         def begin(self) -> None:
@@ -432,6 +453,7 @@ def _make_hook(tf1: Any, capture: _Capture, overrides: Mapping[str, str], steps:
             self.found = {key: (t.name if t is not None else None) for key, t in tensors.items()}
             self.fetches["features"], self.fetches["labels"] = capture.features, capture.labels
             self.fetches["clip_norm"] = clip
+            self.trainable = {v.op.name: v for v in tf1.trainable_variables()}
 
         def before_run(self, run_context):
             return tf1.train.SessionRunArgs(
@@ -446,6 +468,8 @@ def _make_hook(tf1: Any, capture: _Capture, overrides: Mapping[str, str], steps:
                 **_flatten("labels", values.pop("labels", None)),
             }
             self.batches.append(batch)
+            if not self.steps:  # the first update done: its result, for check_swaps
+                self.after_first = run_context.session.run(self.trainable)
             self.steps.append(
                 {key: float(values[key]) if key in values else None for key in QUANTITIES}
             )
@@ -472,6 +496,20 @@ def _guard(out_dir: Path, replace: bool) -> None:
             f"{out_dir} already holds a baseline: pass replace=True (--replace) to record it "
             "again, or choose a new out_dir"
         )
+    if ours and not _listed_files(out_dir):
+        raise RecordError(
+            f"{out_dir} holds a baseline of an older workbench, which lists none of its files, "
+            "so replacing it could remove files of yours: remove it yourself, or choose a new "
+            "out_dir (nothing was written)"
+        )
+
+
+def _listed_files(out_dir: Path) -> dict[str, Any]:
+    try:
+        files = json.loads((out_dir / MANIFEST).read_text()).get("files")
+    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
+        return {}
+    return files if isinstance(files, dict) else {}
 
 
 def record_baseline(
@@ -501,7 +539,8 @@ def record_baseline(
     the search's choices are in `Baseline.found`).
     `progress`, when given, receives a line at most every second (the CLI prints them).
     `session_config`: a `tf.compat.v1.ConfigProto` for the RunConfig, as the model's own
-    (Grappler's rewrites off, say), so that the baseline runs the graph as training did.
+    (Grappler's rewrites off, say), so that the baseline runs the graph as training did; a
+    copy of it, with GPUs hidden, is used (the baseline is a CPU's, whatever the machine).
     """
     tf1 = _tf1()
     out_dir = Path(out_dir)
@@ -535,10 +574,7 @@ def record_baseline(
 
 def _remove_listed(out_dir: Path) -> None:
     """Remove the files the old baseline.json lists, and then it: nothing else in the folder."""
-    listed = json.loads((out_dir / MANIFEST).read_text()).get("files") or {
-        BATCHES: None,  # version 1 listed no files: its names are these
-        **{f"{CHECKPOINTS}/{p.name}": None for p in (out_dir / CHECKPOINTS).glob("model.ckpt-*")},
-    }
+    listed = json.loads((out_dir / MANIFEST).read_text()).get("files") or {}
     for name in listed:
         (out_dir / name).unlink(missing_ok=True)
     (out_dir / MANIFEST).unlink()
@@ -601,11 +637,15 @@ def _record(tf1: Any, r: _Request, directory: Path) -> None:
     import tensorflow as tf
 
     capture = _Capture(r.model_fn, tf1.estimator.ModeKeys.TRAIN)
+    session_config = tf1.ConfigProto()
+    if r.session_config is not None:
+        session_config.CopyFrom(r.session_config)
+    session_config.device_count["GPU"] = 0  # the CPU's float32 matmuls: no TensorFloat-32
     config = tf1.estimator.tpu.RunConfig(
         model_dir=str(directory / MODEL_DIR),
         tf_random_seed=r.seed,
         save_checkpoints_steps=r.steps,
-        session_config=r.session_config,
+        session_config=session_config,
         tpu_config=tf1.estimator.tpu.TPUConfig(iterations_per_loop=1),
     )
     estimator = tf1.estimator.tpu.TPUEstimator(
@@ -631,6 +671,7 @@ def _record(tf1: Any, r: _Request, directory: Path) -> None:
         evaluation = {k: float(v) for k, v in metrics.items() if k != "global_step"}
     stacked = {k: np.stack([b[k] for b in hook.batches]) for k in hook.batches[0]}
     np.savez(directory / BATCHES, **stacked)
+    np.savez(directory / FIRST_STEP, **hook.after_first)
     kept = _keep_checkpoints(directory, (0, r.steps))
     manifest = {
         "format": FORMAT,
@@ -645,6 +686,7 @@ def _record(tf1: Any, r: _Request, directory: Path) -> None:
         "evaluation": evaluation,
         "checkpoint": kept[0],
         "final_checkpoint": kept[1],
+        "first_step": FIRST_STEP,
         "recorded_with": f"Python {sys.version.split()[0]}",
         "files": {
             path.relative_to(directory).as_posix(): _file_entry(path)

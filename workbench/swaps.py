@@ -9,12 +9,21 @@ each alternative (`Mapping.alternatives()`: every exchange of two same-shape lay
 kind, or every resolution of the ambiguous variables), asks the reader's `first_loss` for
 that loss, and keeps the one assignment that reproduces it. Exchanges of two layers are tried,
 not rotations of three: three layers built in a rotated order give NO_MATCH.
+
+Where the loss cannot tell (BERT's initial weights, drawn at 0.02, give every order of two
+attention kernels the same first loss), the first update can: with `first_step` (one
+training step of the reader's, from the weights just assigned) and the baseline's
+`after_first_step()`, an assignment fits only when each variable's update also matches TF1's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from collections.abc import Mapping as MappingType
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
 
 from workbench.compare import ATOL, RTOL
 from workbench.mapping import AMBIGUOUS, Mapping
@@ -29,6 +38,10 @@ CONFIRMED, SWAPPED, RESOLVED, NO_MATCH, UNDECIDED_ORDER = (
     "undecided",
 )
 AS_MAPPED = "as mapped"
+# A first update fits TF1's when no variable's differs by more than this fraction of the
+# largest TF1 update of that variable: rounding moves an update by ulps, an exchanged kernel
+# by its whole size.
+UPDATE_RTOL = 1e-3
 
 
 @dataclass(frozen=True)
@@ -39,6 +52,7 @@ class Trial:
     loss: float | None
     difference: float | None  # |loss - the baseline's first loss|
     note: str = ""
+    update_gap: float | None = None  # the worst variable's update gap, relative (first_step)
 
 
 @dataclass(frozen=True)
@@ -64,7 +78,15 @@ class SwapCheck:
                 if within
                 else format_difference(trial.difference, at_least=self.bound)
             )
-            lines.append(f"{trial.assignment}: first loss {trial.loss:.8g}, |diff| {gap}")
+            line = f"{trial.assignment}: first loss {trial.loss:.8g}, |diff| {gap}"
+            if trial.update_gap is not None:
+                fits = trial.update_gap <= UPDATE_RTOL
+                line += ", first update off by " + (
+                    format_difference(trial.update_gap, UPDATE_RTOL)
+                    if fits
+                    else format_difference(trial.update_gap, at_least=UPDATE_RTOL)
+                )
+            lines.append(line)
         return "\n".join(lines)
 
 
@@ -74,6 +96,8 @@ def check_swaps(
     baseline_loss: float,
     allow_unmatched: Sequence[str] = (),
     limit: int = 24,
+    first_step: Callable[[], Any] | None = None,
+    after_first_step: MappingType[str, Any] | None = None,
 ) -> SwapCheck:
     """Try the mapping and each alternative on the first batch; keep the one that fits.
 
@@ -94,7 +118,14 @@ def check_swaps(
     than the order differs, see likely_causes; its reason names the TF2 variables that
     `allow_unmatched` left to the reader, whose values the check cannot vouch for) and
     UNDECIDED_ORDER (several fit: the first loss cannot tell them apart).
+    `first_step` with `after_first_step` (the baseline's `after_first_step()`): after the
+    loss, one training step of the reader's from the assigned weights (its optimizer and
+    rate as TF1's first step, dropout off or TF1's masks); an assignment fits only if every
+    matched model variable's update is also within UPDATE_RTOL of TF1's, relative to TF1's
+    largest update of that variable.
     """
+    if (first_step is None) != (after_first_step is None):
+        raise ValueError("check_swaps: give first_step and after_first_step together")
     bound = ATOL["losses"] + RTOL["losses"] * abs(float(baseline_loss))
     alternatives = mapping.alternatives(limit)
     ambiguous = bool(mapping.candidates())
@@ -111,11 +142,17 @@ def check_swaps(
         candidate.assign(allow_unmatched)
         loss = float(first_loss())
         difference = abs(loss - float(baseline_loss))
-        trials.append(Trial(name, loss, difference))
-        if difference <= bound:
+        gap = None
+        if first_step is not None and after_first_step is not None:
+            first_step()
+            gap = _update_gap(candidate, after_first_step)
+        trials.append(Trial(name, loss, difference, update_gap=gap))
+        if difference <= bound and (gap is None or gap <= UPDATE_RTOL):
             fitting.append((name, candidate))
     kept = fitting[0][1] if len(fitting) == 1 else mapping
     verdict, reason = _verdict(fitting, ambiguous, trials)
+    if first_step is not None:  # fitting meant the first update too
+        reason = reason.replace("the first loss", "the first loss and update")
     outside = [r.tf2 for r in mapping.problems() if r.tf2 and r.status != AMBIGUOUS]
     if verdict == NO_MATCH and outside:  # allowed unmatched: the reader assigned them, or not
         reason += (
@@ -125,6 +162,22 @@ def check_swaps(
     left = [r.tf1 or r.tf2 for r in kept.problems()]  # the ambiguous ones, if any are left
     kept.assign([*allow_unmatched, *left])
     return SwapCheck(trials, bound, verdict, reason, kept)
+
+
+def _update_gap(candidate: Mapping, after: MappingType[str, Any]) -> float:
+    """The largest difference between a variable's TF2 and TF1 first updates, relative to
+    TF1's largest update of that variable, over the matched model variables."""
+    worst = 0.0
+    for name, value in candidate.tf2_values(weights_only=True).items():
+        if name not in after:
+            continue
+        start = np.asarray(candidate.value(name), dtype=np.float64)
+        tf1_update = np.asarray(after[name], dtype=np.float64) - start
+        tf2_update = np.asarray(value, dtype=np.float64) - start
+        scale = float(np.max(np.abs(tf1_update))) if tf1_update.size else 0.0
+        gap = float(np.max(np.abs(tf2_update - tf1_update))) if tf1_update.size else 0.0
+        worst = max(worst, gap / scale if scale > 0 else (0.0 if gap == 0 else np.inf))
+    return worst
 
 
 def _verdict(fitting: list, ambiguous: bool, trials: list[Trial]) -> tuple[str, str]:
