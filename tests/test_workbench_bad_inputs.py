@@ -162,7 +162,7 @@ CASES: list[tuple[str, list[str], Callable[[Path], None], int, str]] = [
     ("slot without =", [*MAP, "--slot", "adam_m"], nothing, 1, "LEFT=RIGHT"),
     ("first step alone", [*MAP, "--first-step", "workbench_toy:first_step"], nothing, 1, "give both"),
     ("first step raises", [*FIRST, "workbench_toy:first_loss", "--first-step", "user:loss_raises"], nothing, 1, "--first-step user:loss_raises"),
-    ("first step not recorded", [*FIRST, "workbench_toy:first_loss", "--first-step", "workbench_toy:first_step"], edit_manifest(first_step=None), 1, "no state after its first step"),
+    ("first step not recorded", [*FIRST, "workbench_toy:first_loss", "--first-step", "workbench_toy:first_step"], edit_manifest(states=None), 1, "no state after its first step"),
     ("new not a regex", [*MAP, "--new", "head("], nothing, 1, "new: 'head(' is not a regular expression"),
     (
         "first loss with final",

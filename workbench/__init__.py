@@ -22,6 +22,10 @@ installs into the reader's own TF1 environment (docs/workbench.md):
   convolutions either way round; the loss of the first batch at `model.ckpt-0` does not. It
   tries the mapping and each exchange of two same-shape layers (or every way to resolve the
   ambiguous ones), keeps the one assignment that reproduces TF1's first loss, and says so.
+- **Compare one step at a time** (`compare_synchronized`): each TF2 step starts from TF1's
+  state after the steps before it (the baseline keeps it), so no difference compounds: a
+  correct port stays within one step's rounding however chaotic the model, and a mistake
+  shows at the first step where it acts, with the variables that part there.
 - **Compare step by step** (`compare_runs`): the first step where the runs part, the worst
   element of the final weights, and a verdict. A difference at step 0 is real (nothing had
   trained yet), unless the two sides multiply matrices at different precisions; a later one
@@ -78,6 +82,12 @@ from workbench.swaps import (
     Trial,
     check_swaps,
 )
+from workbench.synchronized import (
+    Synchronized,
+    SynchronizedError,
+    compare_synchronized,
+    one_step_bound,
+)
 
 __all__ = [
     "AMBIGUOUS",
@@ -106,15 +116,19 @@ __all__ = [
     "RoundingCheck",
     "Row",
     "SwapCheck",
+    "Synchronized",
+    "SynchronizedError",
     "TF1Dropout",
     "Trial",
     "Worst",
     "amplified_rounding",
     "check_swaps",
     "compare_runs",
+    "compare_synchronized",
     "likely_causes",
     "load_baseline",
     "map_checkpoint",
+    "one_step_bound",
     "per_replica_batch",
     "read_checkpoint",
     "record_baseline",

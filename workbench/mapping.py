@@ -879,7 +879,22 @@ class Mapping:
                 "at its initial value"
             )
         values = {name: self._reader.get_tensor(name) for name in self.pairs}
-        for name, variable in self.pairs.items():
+        self._assign(values)
+        return list(self.pairs)
+
+    def assign_values(self, values: abc.Mapping[str, Any]) -> list[str]:
+        """Assign TF1 values by TF1 name (a baseline's state after some step) to the paired
+        TF2 variables, as `assign()` assigns the checkpoint's; names not paired are ignored.
+        Returns the TF1 names assigned."""
+        import numpy as np
+
+        paired = {name: np.asarray(values[name]) for name in self.pairs if name in values}
+        self._assign(paired)
+        return list(paired)
+
+    def _assign(self, values: abc.Mapping[str, Any]) -> None:
+        pairs = {name: self.pairs[name] for name in values}
+        for name, variable in pairs.items():
             stored, wanted = values[name].dtype, _numpy_dtype(variable)
             if stored != wanted:
                 raise MappingError(
@@ -888,12 +903,21 @@ class Mapping:
                     "assigned. Fix: build the Keras variable with the checkpoint's dtype, or "
                     "leave this one out with a rule (pattern, None) and assign it cast yourself"
                 )
-        for name, variable in self.pairs.items():
+        for name, variable in pairs.items():
             value = values[name]
             if name in self._state.scale:
                 value = (value * value.dtype.type(self._state.scale[name])).astype(value.dtype)
             variable.assign(value)
-        return list(self.pairs)
+
+    def kind(self, name: str) -> str:
+        """What the TF1 variable `name` is paired with: "weight", "slot", "average" or
+        "step" (the step counter), for reports that group what parts."""
+        target = self._state.targets[self._state.pairs[name]]
+        if target.own:
+            return "step"
+        if target.slot == AVERAGE_LIST or name.endswith("/" + AVERAGE):
+            return "average"
+        return "slot" if target.owner is not None or target.slot else "weight"
 
     def _with_pairs(self, changes: abc.Mapping[str, int], why: str) -> Mapping:
         """A copy with each TF1 name in `changes` paired to that target index instead, its

@@ -7,8 +7,10 @@ is compared with into one directory (`FORMAT`, described in `Baseline`):
 - each step's loss, learning rate and global gradient norm (before clipping), found in the
   graph (the norm computed from the loss's gradients where no clip is found), so the
   `model_fn` needs no `host_call` (notebook 15 shows the method);
-- the trainable variables after the first update (`after_step_1.npz`), which tell exchanged
-  layers apart where the first loss cannot (`check_swaps(first_step=...)`);
+- TF1's whole state (weights, slots, averages, step) after each of the first steps
+  (`states.npz`; every step while they fit in `STATE_BYTES`), from which the TF2 side takes
+  one step at a time (`workbench.compare_synchronized`) and which tells exchanged layers
+  apart where the first loss cannot (`check_swaps(first_step=...)`);
 - the batches each step trained on, so the TF2 side trains on the same examples in the same
   order;
 - `model.ckpt-0` (the weights and optimizer slots before the first update: start TF2 from it)
@@ -53,7 +55,8 @@ FORMAT = "tpu-migration-workbench baseline"
 VERSION = 2  # 2: baseline.json lists each file's size and SHA-256
 MANIFEST = "baseline.json"
 BATCHES = "batches.npz"
-FIRST_STEP = "after_step_1.npz"  # the trainable variables after the first update
+STATES = "states.npz"  # TF1's whole state (`STEP/NAME`) after each of the first steps
+STATE_BYTES = 64 << 20  # the most the states may take: all steps of a small model
 MODEL_DIR = "estimator"  # TPUEstimator's model_dir while recording; removed afterwards
 CHECKPOINTS = "checkpoints"
 # The per-step quantities, by the names workbench.compare reads.
@@ -105,21 +108,34 @@ class Baseline:
     evaluation: dict[str, float] | None
     checkpoint: Path
     final_checkpoint: Path
-    first_step: Path | None = None  # FIRST_STEP, where recorded
+    states: Path | None = None  # STATES, where recorded
+    state_steps: int = 0  # the steps after which `states` holds TF1's state: 1..state_steps
 
-    def after_first_step(self) -> dict[str, np.ndarray] | None:
-        """The trainable variables after the first update, by TF1 name (None for a baseline
-        recorded without them): what `check_swaps(first_step=...)` compares one TF2 step with,
-        where the first loss cannot tell exchanged layers apart."""
-        if self.first_step is None:
-            return None
+    def state(self, step: int) -> dict[str, np.ndarray]:
+        """TF1's variables by name after `step` updates: model.ckpt-0 for 0, else `states`."""
+        from workbench.mapping import read_checkpoint
+
+        if step == 0:
+            return read_checkpoint(self.checkpoint)
+        if self.states is None or not 1 <= step <= self.state_steps:
+            raise RecordError(
+                f"the baseline holds TF1's state after steps 1 to {self.state_steps}, not after "
+                f"step {step}: record it again (a smaller model keeps more steps)"
+            )
+        prefix = f"{step}/"
         try:
-            with np.load(self.first_step, allow_pickle=False) as stored:
-                return {name: stored[name] for name in stored.files}
+            with np.load(self.states, allow_pickle=False) as stored:
+                return {k[len(prefix) :]: stored[k] for k in stored.files if k.startswith(prefix)}
         except (OSError, ValueError, EOFError, zipfile.BadZipFile) as error:
             raise RecordError(
-                f"{self.first_step} cannot be read ({first_line(error)}): record the baseline again"
+                f"{self.states} cannot be read ({first_line(error)}): record the baseline again"
             ) from None
+
+    def after_first_step(self) -> dict[str, np.ndarray] | None:
+        """TF1's variables after the first update, by TF1 name (None for a baseline recorded
+        without states): what `check_swaps(first_step=...)` compares one TF2 step with, where
+        the first loss cannot tell exchanged layers apart."""
+        return self.state(1) if self.states is not None and self.state_steps else None
 
     def batches(self) -> list[tuple[Any, Any]]:
         """The `(features, labels)` of each step, as the `input_fn` gave them."""
@@ -248,7 +264,8 @@ def load_baseline(directory: str | Path) -> Baseline:
         evaluation=data["evaluation"],
         checkpoint=directory / data["checkpoint"],
         final_checkpoint=directory / data["final_checkpoint"],
-        first_step=directory / data["first_step"] if data.get("first_step") else None,
+        states=directory / data["states"] if data.get("states") else None,
+        state_steps=int(data.get("state_steps") or 0),
     )
 
 
@@ -429,7 +446,8 @@ def _make_hook(tf1: Any, capture: _Capture, overrides: Mapping[str, str], steps:
             self.found: dict[str, str | None] = {}
             self.random_ops: list[dict[str, Any]] = []
             self.clip_norm: float | None = None
-            self.after_first: dict[str, np.ndarray] = {}
+            self.states: dict[str, np.ndarray] = {}
+            self.state_steps = 0
             self.last_print = 0.0
 
         def begin(self) -> None:
@@ -453,7 +471,11 @@ def _make_hook(tf1: Any, capture: _Capture, overrides: Mapping[str, str], steps:
             self.found = {key: (t.name if t is not None else None) for key, t in tensors.items()}
             self.fetches["features"], self.fetches["labels"] = capture.features, capture.labels
             self.fetches["clip_norm"] = clip
-            self.trainable = {v.op.name: v for v in tf1.trainable_variables()}
+            self.variables = {v.op.name: v for v in tf1.global_variables()}
+            size = sum(
+                (v.shape.num_elements() or 0) * v.dtype.size for v in self.variables.values()
+            )
+            self.keep = min(steps, max(1, STATE_BYTES // max(size, 1)))
 
         def before_run(self, run_context):
             return tf1.train.SessionRunArgs(
@@ -468,8 +490,11 @@ def _make_hook(tf1: Any, capture: _Capture, overrides: Mapping[str, str], steps:
                 **_flatten("labels", values.pop("labels", None)),
             }
             self.batches.append(batch)
-            if not self.steps:  # the first update done: its result, for check_swaps
-                self.after_first = run_context.session.run(self.trainable)
+            if len(self.steps) < self.keep:  # TF1's state after this update
+                state = run_context.session.run(self.variables)
+                number = len(self.steps) + 1
+                self.states.update({f"{number}/{k}": np.asarray(v) for k, v in state.items()})
+                self.state_steps = number
             self.steps.append(
                 {key: float(values[key]) if key in values else None for key in QUANTITIES}
             )
@@ -671,7 +696,7 @@ def _record(tf1: Any, r: _Request, directory: Path) -> None:
         evaluation = {k: float(v) for k, v in metrics.items() if k != "global_step"}
     stacked = {k: np.stack([b[k] for b in hook.batches]) for k in hook.batches[0]}
     np.savez(directory / BATCHES, **stacked)
-    np.savez(directory / FIRST_STEP, **hook.after_first)
+    np.savez(directory / STATES, **hook.states)
     kept = _keep_checkpoints(directory, (0, r.steps))
     manifest = {
         "format": FORMAT,
@@ -686,7 +711,8 @@ def _record(tf1: Any, r: _Request, directory: Path) -> None:
         "evaluation": evaluation,
         "checkpoint": kept[0],
         "final_checkpoint": kept[1],
-        "first_step": FIRST_STEP,
+        "states": STATES,
+        "state_steps": hook.state_steps,
         "recorded_with": f"Python {sys.version.split()[0]}",
         "files": {
             path.relative_to(directory).as_posix(): _file_entry(path)
