@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import workbench_toy as toy
-from support import ROOT
+from support import LANE, ROOT
 
 from workbench import (
     SynchronizedError,
@@ -21,26 +21,38 @@ pytestmark = pytest.mark.tensorflow
 STORED = ROOT / "fixtures" / "workbench_toy"
 
 
-def port(schedule):
-    """The toy's TF2 port with this rate schedule, mapped with its optimizer's step counter."""
+def port(schedule, baseline=None, optimizer=None, scale=1.0, stages=False):
+    """The toy's TF2 port (SGD on this schedule unless `optimizer` is given), mapped with its
+    optimizer's step counter; with `stages`, its step returns the loss and gradient norm and
+    the rate is read before each step."""
     import tensorflow as tf
 
     tf.keras.backend.clear_session()
     model = toy.build_model()
-    optimizer = tf.keras.optimizers.SGD(schedule)
+    optimizer = optimizer or tf.keras.optimizers.SGD(schedule)
     optimizer.build(model.trainable_variables)
-    baseline = load_baseline(STORED)
+    baseline = baseline or load_baseline(STORED)
     mapping = map_checkpoint(baseline.checkpoint, model, optimizer=optimizer)
     assert not mapping.problems(), mapping.report()
     loss_fn = tf.keras.losses.BinaryCrossentropy(from_logits=True)
 
     def train_step(features, labels):
         with tf.GradientTape() as tape:
-            loss = loss_fn(labels, model(features["x"]))
+            loss = scale * loss_fn(labels, model(features["x"]))
         gradients = tape.gradient(loss, model.trainable_variables)
         optimizer.apply_gradients(zip(gradients, model.trainable_variables, strict=True))
+        return {"loss": float(loss), "gradient_norm": float(tf.linalg.global_norm(gradients))}
 
-    return baseline, mapping, train_step
+    def rate():
+        return float(schedule(optimizer.iterations)) if callable(schedule) else schedule
+
+    extra = {"rate": rate} if stages else {}
+    return (baseline, mapping, train_step), extra
+
+
+def synchronized(schedule, **options):
+    arguments, extra = port(schedule, **options)
+    return compare_synchronized(*arguments, **extra)
 
 
 def decay(rate=toy.RATE, staircase=False):
@@ -52,13 +64,13 @@ def decay(rate=toy.RATE, staircase=False):
 
 
 def test_the_faithful_port_passes_every_step():
-    result = compare_synchronized(*port(decay()))
+    result = synchronized(decay())
     assert result.passed and result.steps == 4, result.summary()
     assert result.summary().startswith("synchronized: every one of 4 steps")
 
 
 def test_a_wrong_rate_parts_at_step_0_in_the_weights():
-    result = compare_synchronized(*port(decay(0.12)))
+    result = synchronized(decay(0.12))
     assert result.first_step == 0, result.summary()
     assert {part.kind for part in result.parts[0]} == {"weight"}
     assert set(result.layers(0)) == {"hidden", "logits"}
@@ -66,7 +78,7 @@ def test_a_wrong_rate_parts_at_step_0_in_the_weights():
 
 def test_a_schedule_that_differs_from_step_1_parts_there_and_not_before():
     """TF1 decays continuously (0.1, 0.0707, ...); a staircase keeps 0.1 for two steps."""
-    result = compare_synchronized(*port(decay(staircase=True)))
+    result = synchronized(decay(staircase=True))
     assert result.first_step == 1, result.summary()
     assert "step 1 parts" in result.summary()
 
@@ -82,5 +94,39 @@ def test_the_bound_of_one_step():
 )
 def test_bad_requests_are_one_line(steps, expected):
     with pytest.raises(SynchronizedError, match=expected) as raised:
-        compare_synchronized(*port(decay()), steps=steps)
+        compare_synchronized(*port(decay())[0], steps=steps)
     assert "\n" not in str(raised.value)
+
+
+def test_the_stages_name_the_cause_and_only_what_the_evidence_supports():
+    faithful = synchronized(decay(), stages=True)
+    assert faithful.passed and faithful.causes() == []
+    wrong_rate = synchronized(decay(0.12), stages=True)
+    (cause, why), *others = wrong_rate.causes()
+    assert cause == "the learning-rate schedule" and "at step 0 the rate is 0.12" in why
+    assert not [c for c, _ in others if "forward" in c]
+    doubled = synchronized(decay(), stages=True, scale=2.0)  # a loss twice TF1's
+    assert doubled.first_step == 0
+    assert doubled.causes()[0][0].startswith("the forward pass"), doubled.summary()
+    without_rate = synchronized(decay(0.12))
+    assert "the rate (pass rate= to compare it)" in without_rate.causes()[0][0]
+    assert "epsilon" not in without_rate.causes()[0][0]  # SGD has no slots, so no epsilon
+
+
+@pytest.mark.skipif(LANE != "reference", reason="recording needs TPUEstimator (reference lane)")
+def test_keras_adams_epsilon_parts_every_weight_while_the_slots_match(tmp_path):
+    """TF1's AdamOptimizer takes epsilon 1e-8, Keras' Adam 1e-7 by default."""
+    import tensorflow as tf
+
+    from workbench import record_baseline
+
+    baseline = record_baseline(toy.model_fn, toy.input_fn, tmp_path / "adam", batch_size=8,
+                               steps=3, params={"optimizer": "adam"})  # fmt: skip
+    for epsilon, passed in ((1e-8, True), (1e-7, False)):
+        adam = tf.keras.optimizers.Adam(decay(), epsilon=epsilon)
+        result = synchronized(decay(), baseline=baseline, optimizer=adam, stages=True)
+        assert result.passed == passed, result.summary()
+    assert result.first_step == 0 and {p.kind for p in result.parts[0]} == {"weight"}
+    (cause, why), *_ = result.causes()
+    assert cause.startswith("the update from matching slots") and "epsilon" in cause
+    assert "rate, loss, gradient_norm match" in why

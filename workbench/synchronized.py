@@ -17,6 +17,13 @@ of the variable and a small fraction of that step's update: `|tf2 - tf1| <= ULPS
 + UPDATE_RTOL x max|tf1 update of that variable|`, with eps = 2**-23. A mistake in the rule,
 a setting or the rate moves an update by far more than UPDATE_RTOL of itself; a variable
 whose update is zero on both sides must match to the ulp.
+
+Where a step parts, its stages say where: the rate (`rate()`, against TF1's recorded rate),
+the forward pass (the loss `train_step` returns, against TF1's loss from the same state and
+batch), the gradients (a returned `gradient_norm`, against TF1's norm before any clip), then
+which kinds of variable part (weights, slots, averages, batch-norm statistics, the step).
+`Synchronized.causes()` names the causes that evidence supports, each with the observation it
+rests on, and nothing that the observations rule out.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from workbench.compare import ATOL, RTOL
 from workbench.errors import FriendlyError
 from workbench.text import format_table
 
@@ -49,6 +57,16 @@ class Part:
     bound: float
 
 
+@dataclass(frozen=True)
+class Stage:
+    """One quantity of a step compared on its own: the rate, the loss, the gradient norm."""
+
+    name: str
+    tf1: float
+    tf2: float
+    parted: bool
+
+
 @dataclass
 class Synchronized:
     """What `compare_synchronized` found: per step, the variables outside their bound."""
@@ -56,6 +74,67 @@ class Synchronized:
     steps: int
     parts: dict[int, list[Part]] = field(default_factory=dict)
     worst: dict[int, float] = field(default_factory=dict)  # step -> max difference / bound
+    stages: dict[int, list[Stage]] = field(default_factory=dict)  # step -> rate, loss, norm
+    compared: dict[int, dict[str, int]] = field(default_factory=dict)  # step -> kind -> count
+
+    def causes(self) -> list[tuple[str, str]]:
+        """(cause, the observation it rests on) for the first step that parts, most direct
+        first; empty when every step matched."""
+        step = self.first_step
+        if step is None:
+            return []
+        stages = {stage.name: stage for stage in self.stages.get(step, [])}
+        kinds = {part.kind for part in self.parts[step]}
+        parted = [name for name, stage in stages.items() if stage.parted]
+        found = []
+        if "rate" in parted:
+            rate = stages["rate"]
+            found.append(("the learning-rate schedule", f"at step {step} the rate is "
+                          f"{rate.tf2:.6g}, TF1's {rate.tf1:.6g}"))  # fmt: skip
+        if "loss" in parted:
+            loss = stages["loss"]
+            found.append(("the forward pass: a layer's arithmetic or setting (layer norm's "
+                          "epsilon, dropout's masks, batch norm per replica), the loss or its "
+                          "reduction", f"from TF1's state and batch, the loss is {loss.tf2:.8g}, "
+                          f"TF1's {loss.tf1:.8g}"))  # fmt: skip
+        elif "gradient_norm" in parted:
+            norm = stages["gradient_norm"]
+            found.append(("the gradients: the loss's scale across replicas, a regularizer, "
+                          "a variable left out of training", f"the loss matches, the gradient "
+                          f"norm is {norm.tf2:.6g}, TF1's {norm.tf1:.6g}"))  # fmt: skip
+        if not parted:
+            checked = ", ".join(stages) or "no stage (train_step returned nothing)"
+            observed = f"{checked} match; what parts: {', '.join(sorted(kinds))}"
+            weights = sum(p.kind == "weight" for p in self.parts[step])
+            total = self.compared.get(step, {}).get("weight", 0)
+            slots = self.compared.get(step, {}).get("slot", 0)
+            if "slot" in kinds:
+                found.append(("the slots' update: the optimizer's betas or momentum, its "
+                              "momentum rule, or how its slots start", observed))  # fmt: skip
+            elif weights and slots:
+                cause = (
+                    f"the update from matching slots ({weights} of {total} weights part): the "
+                    "optimizer's epsilon or bias correction (they act most where gradients are "
+                    "small), or weight decay or a clip on some variables"
+                )
+                found.append((cause, observed))
+            elif weights:
+                rate = "" if "rate" in stages else "the rate (pass rate= to compare it), "
+                cause = (
+                    f"the update ({weights} of {total} weights part): {rate}the optimizer's "
+                    "rule, weight decay on other variables than TF1's, or a clip per replica"
+                )
+                found.append((cause, observed))
+            if "statistic" in kinds:
+                found.append(("batch norm's moving statistics: their momentum, the variance's "
+                              "n/(n-1), or statistics per replica", observed))  # fmt: skip
+            if "average" in kinds:
+                found.append(("the moving average: its decay, or num_updates (TF1's "
+                              "min(decay, (1 + n) / (10 + n)))", observed))  # fmt: skip
+            if "step" in kinds:
+                found.append(("the step counter: the optimizer's iterations do not advance "
+                              "one per step", observed))  # fmt: skip
+        return found
 
     @property
     def first_step(self) -> int | None:
@@ -95,6 +174,11 @@ class Synchronized:
             for p in sorted(parts, key=lambda p: -p.difference / max(p.bound, 1e-300))[:12]
         ]
         lines.append(format_table(["TF1 variable", "kind", "|diff|", "bound"], rows))
+        for stage in self.stages.get(step, []):
+            state = "parts" if stage.parted else "matches"
+            lines.append(f"{stage.name}: {state} (TF2 {stage.tf2:.8g}, TF1 {stage.tf1:.8g})")
+        lines.append("causes the evidence supports:")
+        lines += [f"- {cause} ({why})" for cause, why in self.causes()]
         return "\n".join(lines)
 
 
@@ -105,12 +189,34 @@ def one_step_bound(before: np.ndarray, after: np.ndarray) -> np.ndarray:
     return ULPS * EPS32 * np.abs(after) + UPDATE_RTOL * largest
 
 
+STATISTICS = ("moving_mean", "moving_variance")
+
+
+def _stage(name: str, tf1: Any, tf2: Any) -> Stage | None:
+    if tf1 is None or tf2 is None:
+        return None
+    tf1, tf2 = float(tf1), float(tf2)
+    key = {"rate": "learning_rates", "loss": "losses", "gradient_norm": "gradient_norms"}[name]
+    bound = ATOL[key] + RTOL[key] * abs(tf1)
+    return Stage(name, tf1, tf2, not abs(tf2 - tf1) <= bound)
+
+
+def _returned(value: Any) -> tuple[Any, Any]:
+    """train_step's return: nothing, the loss, or a dict with `loss` and `gradient_norm`."""
+    if value is None:
+        return None, None
+    if isinstance(value, dict):
+        return value.get("loss"), value.get("gradient_norm")
+    return value, None
+
+
 def compare_synchronized(
     baseline: Any,
     mapping: Any,
     train_step: Callable[[Any, Any], Any],
     steps: int | None = None,
     skip: Sequence[str] = (),
+    rate: Callable[[], float] | None = None,
 ) -> Synchronized:
     """Start each TF2 step from TF1's state and compare the step's result with TF1's next.
 
@@ -118,8 +224,11 @@ def compare_synchronized(
     mapping of the baseline's checkpoint onto the model (and optimizer: its slots and step
     counter are set from TF1's state too). `train_step(features, labels)`: one training step
     of the reader's on one batch (their `train_on_batch`, or a `strategy.run` step), with
-    dropout off or TF1's masks. `steps`: how many (all the states by default). `skip`: TF1
-    names (regular expressions) not compared, such as a variable the port computes otherwise.
+    dropout off or TF1's masks; it may return the step's loss, or a dict with `loss` and
+    `gradient_norm` (before any clip), which the stages compare. `rate()`: the TF2 learning
+    rate of the step about to run (`optimizer.learning_rate` read then), compared with TF1's.
+    `steps`: how many (all the states by default). `skip`: TF1 names (regular expressions)
+    not compared, such as a variable the port computes otherwise.
     """
     import re
 
@@ -142,10 +251,18 @@ def compare_synchronized(
             mapping.assign()
         else:
             mapping.assign_values(state)
-        train_step(*batches[step])
+        rate_now = float(rate()) if rate is not None else None
+        loss, norm = _returned(train_step(*batches[step]))
+        recorded = baseline.steps[step]
+        stages = [
+            _stage("rate", recorded.get("learning_rate"), rate_now),
+            _stage("loss", recorded.get("loss"), loss),
+            _stage("gradient_norm", recorded.get("gradient_norm"), norm),
+        ]
+        result.stages[step] = [stage for stage in stages if stage is not None]
         after = baseline.state(step + 1)
         got = mapping.tf2_values()
-        parts, worst = [], 0.0
+        parts, worst, counted = [], 0.0, {}
         for name, value in got.items():
             if name not in after or any(re.search(p, name) for p in skip):
                 continue
@@ -157,6 +274,9 @@ def compare_synchronized(
                     f"{name}: shape {tf2_after.shape} in TF2, {tf1_after.shape} in TF1's state"
                 )
             kind = mapping.kind(name)
+            if kind == "weight" and name.rsplit("/", 1)[-1] in STATISTICS:
+                kind = "statistic"
+            counted[kind] = counted.get(kind, 0) + 1
             if kind == "step":
                 difference = float(np.max(np.abs(tf2_after - tf1_after)))
                 bound = 0.0
@@ -174,8 +294,8 @@ def compare_synchronized(
                 difference, bound = float(gaps[at]), float(bounds[at])
             if difference > bound or np.isnan(difference):
                 parts.append(Part(name, kind, difference, bound))
-        result.worst[step] = worst
-        if parts:
+        result.worst[step], result.compared[step] = worst, counted
+        if parts or any(stage.parted for stage in result.stages[step]):
             result.parts[step] = parts
         state = after
     return result
