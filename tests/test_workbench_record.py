@@ -114,6 +114,12 @@ def test_map_and_compare_from_the_command_line(capsys, tmp_path):
         assert code == expected, out
     assert "learning_rates: parts at step 0" in out
     assert "- learning-rate schedule: the rate differs at step 0 (0.1 against 0.12)" in out
+    for port, expected in (("build_port", cli.DONE), ("build_port_at_another_rate", cli.DIFFERENT)):
+        step = "workbench_toy:train_step"
+        code, out, _ = run_cli(capsys, "compare", "--baseline", str(STORED), "--model",
+                               f"workbench_toy:{port}", "--step", step)  # fmt: skip
+        assert code == expected, out
+    assert "synchronized: step 0 parts" in out and "- the learning-rate schedule (" in out
 
 
 @needs_estimator

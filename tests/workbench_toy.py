@@ -87,6 +87,31 @@ def build_model():
     return model
 
 
+def build_port(rate: float = RATE):
+    """The port compiled with its optimizer (SGD on TF1's schedule), built: what
+    `python -m workbench compare --model` takes for the synchronized verdict."""
+    model = build_model()
+    schedule = tf.keras.optimizers.schedules.ExponentialDecay(rate, DECAY_STEPS, DECAY)
+    model.compile(optimizer=tf.keras.optimizers.SGD(schedule))
+    model.optimizer.build(model.trainable_variables)
+    return model
+
+
+def build_port_at_another_rate():
+    return build_port(0.12)
+
+
+def train_step(model, features, labels) -> dict[str, float]:
+    """One training step of the port on one batch: its loss and gradient norm, for the
+    synchronized verdict's stages."""
+    loss_fn = tf.keras.losses.BinaryCrossentropy(from_logits=True)
+    with tf.GradientTape() as tape:
+        loss = loss_fn(labels, model(features["x"]))
+    gradients = tape.gradient(loss, model.trainable_variables)
+    model.optimizer.apply_gradients(zip(gradients, model.trainable_variables, strict=True))
+    return {"loss": float(loss), "gradient_norm": float(tf.linalg.global_norm(gradients))}
+
+
 def first_loss(model, features, labels) -> float:
     """The port's loss of one batch, no update: what `python -m workbench map --first-loss`
     calls for the swap check."""

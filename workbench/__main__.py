@@ -12,8 +12,9 @@ stdout and its progress on stderr. Exit codes, for scripts:
   --first-loss, the mapping as made is not the one assignment that reproduces the baseline's
   first loss (none does, several do, or another one does: the report gives its pairs, for
   rules);
-- 4: compare: the runs part, and the one-ulp check (--nudged) did not show it to be
-  amplified rounding (the report gives the step, the worst element and the likely causes);
+- 4: compare: the synchronized verdict (--model, --step) parts, or, free-running (--run), the
+  runs part and the one-ulp check (--nudged) did not show it to be amplified rounding (the
+  report gives the step, the variables or the worst element, and the causes);
 - 5: the workbench itself failed (a bug to report): one line on stderr names the error and
   the file where the full traceback was written.
 
@@ -262,6 +263,45 @@ def _check_swaps(args: argparse.Namespace, baseline: Any, model: Any, mapping: A
     return DONE if check.verdict == CONFIRMED else UNMAPPED
 
 
+def _current_rate(optimizer: Any) -> float | None:
+    """The optimizer's rate for the step about to run: its schedule at its iterations."""
+    rate = getattr(optimizer, "_learning_rate", None)
+    if rate is None:
+        return None
+    if callable(rate):
+        rate = rate(optimizer.iterations)
+    return float(rate.numpy() if hasattr(rate, "numpy") else rate)
+
+
+def _synchronized(args: argparse.Namespace, baseline: Any) -> Any:
+    from workbench.mapping import map_checkpoint
+    from workbench.synchronized import compare_synchronized
+
+    model, optimizer = _built(load_function(args.model, "--model"), args.model)
+    rules = [(pattern, None if to == "-" else to) for pattern, to in _pairs(args.rule, "--rule")]
+    mapping = map_checkpoint(
+        baseline.checkpoint,
+        model,
+        rules=rules,
+        optimizer=optimizer,
+        slot_lists=dict(_pairs(args.slot, "--slot")),
+    )
+    if mapping.problems():
+        print(mapping.report())
+        raise CliError(
+            "the mapping leaves variables unmatched or ambiguous (the report above): settle "
+            "them with map's --rule and --slot first"
+        )
+    step_of = load_function(args.step, "--step")
+    what = f"--step {args.step} (called as f(model, features, labels))"
+    return compare_synchronized(
+        baseline,
+        mapping,
+        lambda features, labels: _called(step_of, what, model, features, labels),
+        rate=(lambda: _current_rate(optimizer)) if _current_rate(optimizer) is not None else None,
+    )
+
+
 def compare(args: argparse.Namespace) -> int:
     from workbench.compare import (
         AMPLIFIED_ROUNDING,
@@ -273,6 +313,11 @@ def compare(args: argparse.Namespace) -> int:
     )
     from workbench.record import load_baseline
 
+    if bool(args.model) != bool(args.step):
+        raise CliError("--model and --step go together: give both for the synchronized verdict")
+    if not args.run and not args.step:
+        raise CliError("give --model and --step (synchronized), --run (free-running), or both")
+    _quiet_tensorflow()
     baseline = load_baseline(args.baseline)
     if args.batch_size is not None and args.batch_size != baseline.batch_size:
         raise CliError(
@@ -280,6 +325,11 @@ def compare(args: argparse.Namespace) -> int:
             f"{baseline.batch_size}; train the TF2 run on the baseline's batches "
             "(baseline.batches()), or record a baseline at this batch"
         )
+    synchronized = _synchronized(args, baseline) if args.step else None
+    if synchronized is not None:
+        print(synchronized.summary())
+        if not args.run:
+            return DONE if synchronized.passed else DIFFERENT
     candidate: Any = _read_json(args.run, "--run")
     if not isinstance(candidate, list | dict):
         raise CliError(
@@ -301,7 +351,18 @@ def compare(args: argparse.Namespace) -> int:
     if args.nudged:
         rounding = amplified_rounding(comparison, nudged)
         print(f"one-ulp check: {rounding.verdict}")
-    if verdict in (IDENTICAL, WITHIN) or (rounding and rounding.verdict == AMPLIFIED_ROUNDING):
+    agrees = verdict in (IDENTICAL, WITHIN) or bool(
+        rounding and rounding.verdict == AMPLIFIED_ROUNDING
+    )
+    if synchronized is not None:
+        if agrees != synchronized.passed:
+            print(
+                f"the two verdicts disagree: the free-running comparison says {verdict}, the "
+                f"synchronized one {'passed' if synchronized.passed else 'parts'}; the "
+                "synchronized verdict decides (one step from TF1's state cannot amplify)"
+            )
+        return DONE if synchronized.passed else DIFFERENT
+    if agrees:
         return DONE
     print("likely causes, in the checklist's order (the most telling observation first):")
     for cause in likely_causes(comparison, rounding):
@@ -418,12 +479,25 @@ def parser() -> argparse.ArgumentParser:
     comparer = commands.add_parser(
         "compare",
         help="compare your TF2 run with the baseline, step by step, with a verdict",
-        description="--run: JSON, a list of per-step objects (loss, learning_rate, "
-        "gradient_norm) or an object of lists. --weights: .npz of the final weights by TF1 "
-        "name (mapping.tf2_values(weights_only=True)).",
+        description="Synchronized (--model and --step): each TF2 step starts from TF1's state "
+        "and is compared with TF1's next state; the verdict. Free-running (--run): JSON, a "
+        "list of per-step objects (loss, learning_rate, gradient_norm) or an object of lists; "
+        "--weights: .npz of the final weights by TF1 name (mapping.tf2_values(weights_only="
+        "True)). Given both, the synchronized verdict decides and a disagreement is reported.",
     )
     comparer.add_argument("--baseline", required=True, help="a folder `record` wrote")
-    comparer.add_argument("--run", required=True, help="the TF2 run's per-step values (JSON)")
+    comparer.add_argument("--run", help="the TF2 run's per-step values (JSON)")
+    comparer.add_argument(
+        "--model", metavar="MODULE:FUNCTION", help="synchronized: your built model, as for map"
+    )
+    comparer.add_argument(
+        "--step",
+        metavar="MODULE:FUNCTION",
+        help="synchronized: f(model, features, labels) trains one step; may return the loss, "
+        "or a dict of loss and gradient_norm (before any clip)",
+    )
+    _repeatable(comparer, "--rule", "PATTERN=REPLACEMENT", "synchronized: map's rules")
+    _repeatable(comparer, "--slot", "NAME=LIST", "synchronized: map's slot lists")
     comparer.add_argument("--weights", help="the TF2 run's final weights by TF1 name (.npz)")
     comparer.add_argument(
         "--nudged", help="the same TF2 run from a start moved by one ulp (JSON): the rounding check"

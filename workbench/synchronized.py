@@ -164,8 +164,13 @@ class Synchronized:
         parts = self.parts[step]
         kinds = sorted({p.kind for p in parts})
         lines = [
-            f"synchronized: step {step} parts (started from TF1's state after {step} "
-            f"step{'' if step == 1 else 's'}): "
+            f"synchronized: step {step} parts (started from "
+            + (
+                f"TF1's state after {step} step{'' if step == 1 else 's'}"
+                if step
+                else "model.ckpt-0"
+            )
+            + "): "
             f"{len(parts)} variable(s), kinds: {', '.join(kinds)}; later steps parting: "
             f"{len(self.parts) - 1}"
         ]
