@@ -152,6 +152,16 @@ def test_rmsprop_slots_centered_or_not():
     }
 
 
+def test_rmsprops_momentum_slot_against_keras_rmsprop_without_momentum_says_why():
+    shapes = {"d/kernel": [2], "d/kernel/RMSProp": [2], "d/kernel/RMSProp_1": [2]}
+    keras = [Target("d/kernel", (2,)), Target("rmsprop/v", (2,), owner=0, slot="_velocities")]
+    state = match(shapes, keras, has_optimizer=True)
+    assert state.status["d/kernel/RMSProp"] == MATCHED
+    assert "keeps a momentum slot even at momentum 0" in state.how["d/kernel/RMSProp_1"]
+    ruled = match(shapes, keras, [(r"/RMSProp_1$", None)], has_optimizer=True)
+    assert ruled.status["d/kernel/RMSProp_1"] == SKIPPED
+
+
 def test_an_optimizer_variable_of_no_known_list_is_an_unmatched_slot():
     state = match(
         {"d/kernel": [2]},

@@ -608,6 +608,12 @@ def _slots(
                     state.scale[name] = -float(learning_rate)
                     how += f", times -{float(learning_rate):g}"
                 state.pair(name, found[0], how)
+            elif slot.startswith("RMSProp") and wanted == "_momentums":
+                state.how[name] = (
+                    f"slot {slot!r} of {parent}: TF1's RMSProp keeps a momentum slot even at "
+                    "momentum 0, Keras' RMSprop only with momentum > 0: build it with TF1's "
+                    f"momentum, or, if that was 0, leave the slot out (rule '/{slot}$' -> None)"
+                )
             else:
                 state.how[name] = (
                     f"slot {slot!r} of {parent}: the optimizer keeps no such slot (another "
