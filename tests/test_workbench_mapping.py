@@ -733,3 +733,28 @@ def test_where_the_first_loss_cannot_tell_the_first_update_does(tf, tmp_path):
         )
         assert by_update.verdict == verdict, by_update.summary()
         assert "first update off by" in by_update.summary()
+
+
+def adamax_style(tf1):
+    tf1.get_variable("dense/kernel", [2, 3])
+    for slot in ("foo_m", "foo_u"):
+        tf1.get_variable(f"dense/kernel/{slot}", [2, 3], initializer=tf1.ones_initializer())
+    return None
+
+
+@pytest.mark.tensorflow
+def test_slot_lists_name_an_optimizers_own_lists(tf, tmp_path):
+    """Adamax keeps `_m` and `_u`, lists no table of the workbench's names."""
+    from workbench import map_checkpoint
+
+    checkpoint = save_tf1_graph(tf, tmp_path, adamax_style)
+    fresh(tf)
+    model = dense_model(tf, ("dense", 3), use_bias=False)
+    optimizer = tf.keras.optimizers.Adamax()
+    optimizer.build(model.trainable_variables)
+    unnamed = map_checkpoint(checkpoint, model, optimizer=optimizer)
+    assert unnamed.problems(), unnamed.report()
+    named = map_checkpoint(
+        checkpoint, model, optimizer=optimizer, slot_lists={"foo_m": "_m", "foo_u": "_u"}
+    )
+    assert not named.problems(), named.report()

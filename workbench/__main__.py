@@ -4,8 +4,10 @@ For a reader whose TF1 code lives in a repository: name functions as `module:fun
 (importable from the current folder, or from `--path`). Each command prints its report on
 stdout and its progress on stderr. Exit codes, for scripts:
 
-- 0: done (record: the baseline is written; map: every variable is accounted for; compare:
-  the runs agree within the tolerances);
+- 0: done (record: the baseline is written; map: every variable is accounted for, and with
+  --first-loss the mapping as made is the one order that fits; compare: the synchronized
+  verdict passed (--model, --step), or, free-running, the runs agree within the tolerances
+  or the one-ulp check shows amplified rounding);
 - 1: the input was refused, with one line on stderr saying what to change;
 - 2: the command line itself is wrong (argparse's usage message);
 - 3: map: some variable is unmatched or ambiguous (the report says which), or, with
@@ -264,13 +266,16 @@ def _check_swaps(args: argparse.Namespace, baseline: Any, model: Any, mapping: A
 
 
 def _current_rate(optimizer: Any) -> float | None:
-    """The optimizer's rate for the step about to run: its schedule at its iterations."""
-    rate = getattr(optimizer, "_learning_rate", None)
-    if rate is None:
+    """The optimizer's rate for the step about to run (its schedule at its iterations), or
+    None where it cannot be read (then the rate is not one of the stages)."""
+    try:
+        schedule = getattr(optimizer, "_learning_rate", None)  # Keras 2 and 3 keep it here
+        rate = schedule if callable(schedule) else optimizer.learning_rate
+        if callable(rate):  # a schedule: its rate at the step about to run
+            rate = rate(optimizer.iterations)
+        return float(rate.numpy() if hasattr(rate, "numpy") else rate)
+    except Exception:  # an optimizer of the reader's that reads its rate otherwise
         return None
-    if callable(rate):
-        rate = rate(optimizer.iterations)
-    return float(rate.numpy() if hasattr(rate, "numpy") else rate)
 
 
 def _synchronized(args: argparse.Namespace, baseline: Any) -> Any:
@@ -285,12 +290,13 @@ def _synchronized(args: argparse.Namespace, baseline: Any) -> Any:
         rules=rules,
         optimizer=optimizer,
         slot_lists=dict(_pairs(args.slot, "--slot")),
+        new=args.new,
     )
     if mapping.problems():
         print(mapping.report())
         raise CliError(
             "the mapping leaves variables unmatched or ambiguous (the report above): settle "
-            "them with map's --rule and --slot first"
+            "them with map, then give compare the same --rule, --slot and --new"
         )
     step_of = load_function(args.step, "--step")
     what = f"--step {args.step} (called as f(model, features, labels))"
@@ -402,8 +408,8 @@ def parser() -> argparse.ArgumentParser:
         description="Apply the migration method to your own TPUEstimator model: record its TF1 "
         "baseline, map the baseline's checkpoint onto your Keras model, compare your TF2 run.",
         epilog="Exit codes: 0 done, 1 input refused (one line says what to change), 2 usage, "
-        "3 variables left unmapped, or the swap check kept another assignment or none, 4 the runs "
-        "part (beyond "
+        "3 variables left unmapped, or the swap check found another order, several or none, 4 "
+        "the synchronized verdict parts, or free-running the runs part (beyond "
         "rounding), 5 the workbench failed (the line names the file holding the traceback).",
     )
     top.add_argument("--path", default=".", help="folder to import your modules from (.)")
@@ -413,7 +419,8 @@ def parser() -> argparse.ArgumentParser:
         "record",
         help="train model_fn with TPUEstimator(use_tpu=False) and write the baseline",
         description="Needs TensorFlow 2.15 with tensorflow-estimator. Writes OUT/baseline.json, "
-        "OUT/batches.npz and OUT/checkpoints/ (model.ckpt-0 and the last checkpoint).",
+        "OUT/batches.npz, OUT/states.npz (TF1's state after each step, as many as fit in 64 MB) "
+        "and OUT/checkpoints/ (model.ckpt-0 and the last checkpoint).",
     )
     rec.add_argument("--model-fn", required=True, help="module:function, your model_fn")
     rec.add_argument("--input-fn", required=True, help="module:function, your training input_fn")
@@ -451,8 +458,8 @@ def parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     _repeatable(
         mapper, "--slot", "NAME=LIST",
-        "the Keras optimizer's list for a TF1 slot name it does not know (adam_m=_momentums); "
-        "repeatable",
+        "the Keras optimizer's list (an attribute) for a TF1 slot name it does not know "
+        "(lamb_m=_momentums); repeatable",
     )  # fmt: skip
     _repeatable(
         mapper, "--new", "PATTERN",
@@ -496,8 +503,9 @@ def parser() -> argparse.ArgumentParser:
         help="synchronized: f(model, features, labels) trains one step; may return the loss, "
         "or a dict of loss and gradient_norm (before any clip)",
     )
-    _repeatable(comparer, "--rule", "PATTERN=REPLACEMENT", "synchronized: map's rules")
-    _repeatable(comparer, "--slot", "NAME=LIST", "synchronized: map's slot lists")
+    _repeatable(comparer, "--rule", "PATTERN=REPLACEMENT", "synchronized: map's rules; repeatable")
+    _repeatable(comparer, "--slot", "NAME=LIST", "synchronized: map's slot lists; repeatable")
+    _repeatable(comparer, "--new", "PATTERN", "synchronized: map's new variables; repeatable")
     comparer.add_argument("--weights", help="the TF2 run's final weights by TF1 name (.npz)")
     comparer.add_argument(
         "--nudged", help="the same TF2 run from a start moved by one ulp (JSON): the rounding check"

@@ -679,8 +679,9 @@ def _slot_index(optimizer: Any, variable: Any) -> int | None:
         return None
 
 
-def tf2_targets(model: Any, optimizer: Any = None) -> list[Target]:
-    """The model's variables in creation order, then the optimizer's slots and own variables."""
+def tf2_targets(model: Any, optimizer: Any = None, lists: Sequence[str] = ()) -> list[Target]:
+    """The model's variables in creation order, then the optimizer's slots and own variables
+    (`lists`: more of the optimizer's slot lists by attribute, as `slot_lists` names them)."""
     targets = [
         Target(name, tuple(int(d) for d in variable.shape), variable)
         for name, variable in _variables(model)
@@ -707,7 +708,8 @@ def tf2_targets(model: Any, optimizer: Any = None) -> list[Target]:
         index = _slot_index(optimizer, target.variable)
         if index is None:
             continue
-        for attribute in (*dict.fromkeys(SLOT_LISTS.values()), CENTERED_LIST, AVERAGE_LIST):
+        known = (*SLOT_LISTS.values(), CENTERED_LIST, AVERAGE_LIST, *lists)
+        for attribute in dict.fromkeys(known):
             found = getattr(optimizer, attribute, None) or []
             if index < len(found) and found[index] is not None and id(found[index]) not in placed:
                 variable = found[index]
@@ -772,16 +774,17 @@ def map_checkpoint(
     `optimizer`: the built Keras optimizer whose slots take TF1's (`dense/kernel/Adagrad`).
     `learning_rate`: the rate TF1's MomentumOptimizer trained at, needed only for nonzero
     `Momentum` slots (TF1 keeps the sum of gradients, Keras SGD -lr x that sum).
-    `slot_lists`: the Keras optimizer's list for a slot name the workbench does not know
-    (`{"adam_m": "_momentums"}`; TF1's optimizers, BERT's `adam_m`/`adam_v` and a variable's
-    only slot need none). `new`: regular expressions of TF2 names that keep their initial
-    values (a new task head over a published checkpoint).
+    `slot_lists`: the Keras optimizer's list, by attribute, for a slot name the workbench does
+    not know (`{"lamb_m": "_momentums"}`, or Adamax's `_m`, Ftrl's `_linears`; TF1's
+    optimizers, BERT's `adam_m`/`adam_v` and a variable's only slot need none). `new`:
+    regular expressions of TF2 names that keep their initial values (a new task head over a
+    published checkpoint).
     Nothing is assigned: read `report()`, then call `assign()`.
     """
     import numpy as np
 
     path, reader, shapes = _read_checkpoint(checkpoint_path)
-    targets = tf2_targets(model, optimizer)
+    targets = tf2_targets(model, optimizer, list((slot_lists or {}).values()))
     nonzero = {
         name for name in shapes if name.endswith("/Momentum") and np.any(reader.get_tensor(name))
     }

@@ -144,6 +144,7 @@ def check_swaps(
         difference = abs(loss - float(baseline_loss))
         gap = None
         if first_step is not None and after_first_step is not None:
+            candidate.assign(allow_unmatched)  # first_loss may have moved batch statistics
             first_step()
             gap = _update_gap(candidate, after_first_step)
         trials.append(Trial(name, loss, difference, update_gap=gap))
