@@ -87,7 +87,7 @@ def test_the_console_script_lists_every_exit_code(installed):
     shown = run(venv, reader, "tpu-workbench", "--help")
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.startswith("usage: tpu-workbench ")
-    for code in ("0 done", "1 input refused", "2 usage", "3 variables", "4 the runs part", "5 "):
+    for code in ("0 done", "1 input refused", "2 usage", "3 variables", "4 the synchronized", "5 "):
         assert code in " ".join(shown.stdout.split()), code
     probe = (
         "import sys, workbench, workbench.__main__; "

@@ -36,58 +36,69 @@ installs into the reader's own TF1 environment (docs/workbench.md):
   `read_checkpoint(tf1_final_checkpoint, names=mapping.weight_names())`.
 """
 
-from workbench.compare import (
-    AMPLIFIED_ROUNDING,
-    CHECKLIST,
-    IDENTICAL,
-    REAL,
-    UNDECIDED,
-    WITHIN,
-    Cause,
-    CompareError,
-    Comparison,
-    Parting,
-    RoundingCheck,
-    Worst,
-    amplified_rounding,
-    compare_runs,
-    likely_causes,
-)
-from workbench.dropout import TF1Dropout
-from workbench.mapping import (
-    AMBIGUOUS,
-    MATCHED,
-    SKIPPED,
-    UNMATCHED,
-    Mapping,
-    MappingError,
-    Row,
-    map_checkpoint,
-    read_checkpoint,
-)
-from workbench.record import (
-    Baseline,
-    RecordError,
-    load_baseline,
-    per_replica_batch,
-    record_baseline,
-)
-from workbench.swaps import (
-    CONFIRMED,
-    NO_MATCH,
-    RESOLVED,
-    SWAPPED,
-    UNDECIDED_ORDER,
-    SwapCheck,
-    Trial,
-    check_swaps,
-)
-from workbench.synchronized import (
-    Synchronized,
-    SynchronizedError,
-    compare_synchronized,
-    one_step_bound,
-)
+import importlib
+from typing import Any
+
+# Name -> the module that defines it. They are imported when first used (PEP 562), so that
+# `import workbench.errors` (which the notebooks' helpers do) needs no numpy or TensorFlow.
+_EXPORTS = {
+    "AMPLIFIED_ROUNDING": "compare",
+    "CHECKLIST": "compare",
+    "IDENTICAL": "compare",
+    "REAL": "compare",
+    "UNDECIDED": "compare",
+    "WITHIN": "compare",
+    "Cause": "compare",
+    "CompareError": "compare",
+    "Comparison": "compare",
+    "Parting": "compare",
+    "RoundingCheck": "compare",
+    "Worst": "compare",
+    "amplified_rounding": "compare",
+    "compare_runs": "compare",
+    "likely_causes": "compare",
+    "AMBIGUOUS": "mapping",
+    "MATCHED": "mapping",
+    "SKIPPED": "mapping",
+    "UNMATCHED": "mapping",
+    "Mapping": "mapping",
+    "MappingError": "mapping",
+    "Row": "mapping",
+    "map_checkpoint": "mapping",
+    "read_checkpoint": "mapping",
+    "Baseline": "record",
+    "RecordError": "record",
+    "load_baseline": "record",
+    "per_replica_batch": "record",
+    "record_baseline": "record",
+    "CONFIRMED": "swaps",
+    "NO_MATCH": "swaps",
+    "RESOLVED": "swaps",
+    "SWAPPED": "swaps",
+    "UNDECIDED_ORDER": "swaps",
+    "SwapCheck": "swaps",
+    "Trial": "swaps",
+    "check_swaps": "swaps",
+    "Synchronized": "synchronized",
+    "SynchronizedError": "synchronized",
+    "compare_synchronized": "synchronized",
+    "one_step_bound": "synchronized",
+    "TF1Dropout": "dropout",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'workbench' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"workbench.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})
+
 
 __all__ = [
     "AMBIGUOUS",
