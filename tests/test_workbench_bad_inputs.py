@@ -339,6 +339,7 @@ RECORD_CASES: list[tuple[str, list[str], Callable[[Path], None], int, str]] = [
         1,
         "TPU-only op",
     ),
+    ("session config not one", [*RECORD, "--session-config", "user:an_int"], nothing, 1, "session_config is a int"),
     (
         "eval input missing",
         [*RECORD, "--eval-input-fn", "workbench_toy:nope"],
@@ -455,3 +456,18 @@ def test_a_long_refusal_is_cut_and_kept_whole_in_a_file():
     kept = Path(line.split("the whole message is in ")[1].rstrip(")"))
     assert kept.read_text().strip() == "CliError: " + "x" * 5000
     kept.unlink()
+
+
+@pytest.mark.skipif(LANE != "reference", reason="recording needs TPUEstimator (reference lane)")
+def test_replace_never_removes_a_listed_path_outside_the_baseline(
+    capsys, monkeypatch, good_run, tmp_path
+):
+    """A foreign baseline.json that lists ../run.json: --replace leaves the reader's file."""
+    folder = tmp_path / "reader"
+    shutil.copytree(good_run, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    edit_manifest(files={"../run.json": {"bytes": 1, "sha256": "x"}})(folder)
+    kept = (folder / "run.json").read_bytes()
+    monkeypatch.chdir(folder)
+    argv = ["--path", str(folder), *RECORD[:-1], "baseline", "--replace"]
+    assert cli.main(argv) == cli.DONE, capsys.readouterr().err
+    assert (folder / "run.json").read_bytes() == kept

@@ -190,17 +190,13 @@ def _built(factory: Callable[[], Any], spec: str) -> tuple[Any, Any]:
     return made, optimizer
 
 
-def map_(args: argparse.Namespace) -> int:
+def _mapped(args: argparse.Namespace, checkpoint: Any) -> tuple[Any, Any, Any]:
+    """(model, optimizer, mapping): --model built and `checkpoint` mapped onto it by the
+    --rule, --slot and --new options that map and compare share."""
     from workbench.mapping import map_checkpoint
-    from workbench.record import load_baseline
 
-    if args.first_step and not args.first_loss:
-        raise CliError("--first-step goes with --first-loss: give both")
-    _quiet_tensorflow()
-    baseline = load_baseline(args.baseline)
     model, optimizer = _built(load_function(args.model, "--model"), args.model)
     rules = [(pattern, None if to == "-" else to) for pattern, to in _pairs(args.rule, "--rule")]
-    checkpoint = baseline.final_checkpoint if args.final else baseline.checkpoint
     mapping = map_checkpoint(
         checkpoint,
         model,
@@ -209,6 +205,18 @@ def map_(args: argparse.Namespace) -> int:
         slot_lists=dict(_pairs(args.slot, "--slot")),
         new=args.new,
     )
+    return model, optimizer, mapping
+
+
+def map_(args: argparse.Namespace) -> int:
+    from workbench.record import load_baseline
+
+    if args.first_step and not args.first_loss:
+        raise CliError("--first-step goes with --first-loss: give both")
+    _quiet_tensorflow()
+    baseline = load_baseline(args.baseline)
+    checkpoint = baseline.final_checkpoint if args.final else baseline.checkpoint
+    model, _, mapping = _mapped(args, checkpoint)
     print(mapping.report())
     if not args.first_loss:
         return UNMAPPED if mapping.problems() else DONE
@@ -279,19 +287,9 @@ def _current_rate(optimizer: Any) -> float | None:
 
 
 def _synchronized(args: argparse.Namespace, baseline: Any) -> Any:
-    from workbench.mapping import map_checkpoint
     from workbench.synchronized import compare_synchronized
 
-    model, optimizer = _built(load_function(args.model, "--model"), args.model)
-    rules = [(pattern, None if to == "-" else to) for pattern, to in _pairs(args.rule, "--rule")]
-    mapping = map_checkpoint(
-        baseline.checkpoint,
-        model,
-        rules=rules,
-        optimizer=optimizer,
-        slot_lists=dict(_pairs(args.slot, "--slot")),
-        new=args.new,
-    )
+    model, optimizer, mapping = _mapped(args, baseline.checkpoint)
     if mapping.problems():
         print(mapping.report())
         raise CliError(
@@ -304,7 +302,7 @@ def _synchronized(args: argparse.Namespace, baseline: Any) -> Any:
         baseline,
         mapping,
         lambda features, labels: _called(step_of, what, model, features, labels),
-        rate=(lambda: _current_rate(optimizer)) if _current_rate(optimizer) is not None else None,
+        rate=lambda: _current_rate(optimizer),
     )
 
 
@@ -401,6 +399,24 @@ def _repeatable(parser: argparse.ArgumentParser, flag: str, metavar: str, help: 
     parser.add_argument(flag, action="append", default=[], metavar=metavar, help=help)
 
 
+def _mapping_options(parser: argparse.ArgumentParser, prefix: str = "") -> None:
+    """--rule, --slot and --new, which map and compare (synchronized) read alike."""
+    _repeatable(
+        parser, "--rule", "PATTERN=REPLACEMENT",
+        f"{prefix}a name rule (re.sub on TF1 names; a replacement of - leaves it out); repeatable",
+    )  # fmt: skip
+    _repeatable(
+        parser, "--slot", "NAME=LIST",
+        f"{prefix}the Keras optimizer's list (an attribute) for a TF1 slot name it does not know "
+        "(lamb_m=_momentums); repeatable",
+    )  # fmt: skip
+    _repeatable(
+        parser, "--new", "PATTERN",
+        f"{prefix}TF2 names that keep their initial values (a new head over a published "
+        "checkpoint); repeatable",
+    )  # fmt: skip
+
+
 def parser() -> argparse.ArgumentParser:
     invoked = Path(sys.argv[0]).name
     top = argparse.ArgumentParser(
@@ -452,20 +468,7 @@ def parser() -> argparse.ArgumentParser:
     )
     mapper.add_argument("--baseline", required=True, help="a folder `record` wrote")
     mapper.add_argument("--model", required=True, help="module:function returning the model")
-    _repeatable(
-        mapper, "--rule", "PATTERN=REPLACEMENT",
-        "a name rule (re.sub on TF1 names; a replacement of - leaves it out); repeatable",
-    )  # fmt: skip
-    _repeatable(
-        mapper, "--slot", "NAME=LIST",
-        "the Keras optimizer's list (an attribute) for a TF1 slot name it does not know "
-        "(lamb_m=_momentums); repeatable",
-    )  # fmt: skip
-    _repeatable(
-        mapper, "--new", "PATTERN",
-        "TF2 names that keep their initial values (a new head over a published checkpoint); "
-        "repeatable",
-    )  # fmt: skip
+    _mapping_options(mapper)
     mapper.add_argument(
         "--final", action="store_true", help="map the last checkpoint, not model.ckpt-0"
     )
@@ -503,9 +506,7 @@ def parser() -> argparse.ArgumentParser:
         help="synchronized: f(model, features, labels) trains one step; may return the loss, "
         "or a dict of loss and gradient_norm (before any clip)",
     )
-    _repeatable(comparer, "--rule", "PATTERN=REPLACEMENT", "synchronized: map's rules; repeatable")
-    _repeatable(comparer, "--slot", "NAME=LIST", "synchronized: map's slot lists; repeatable")
-    _repeatable(comparer, "--new", "PATTERN", "synchronized: map's new variables; repeatable")
+    _mapping_options(comparer, "synchronized: ")
     comparer.add_argument("--weights", help="the TF2 run's final weights by TF1 name (.npz)")
     comparer.add_argument(
         "--nudged", help="the same TF2 run from a start moved by one ulp (JSON): the rounding check"

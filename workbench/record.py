@@ -600,8 +600,11 @@ def record_baseline(
 def _remove_listed(out_dir: Path) -> None:
     """Remove the files the old baseline.json lists, and then it: nothing else in the folder."""
     listed = json.loads((out_dir / MANIFEST).read_text()).get("files") or {}
+    inside = out_dir.resolve()
     for name in listed:
-        (out_dir / name).unlink(missing_ok=True)
+        path = out_dir / name
+        if path.resolve().is_relative_to(inside) and path.is_file():  # never a path outside
+            path.unlink()
     (out_dir / MANIFEST).unlink()
     if (out_dir / CHECKPOINTS).is_dir() and not any((out_dir / CHECKPOINTS).iterdir()):
         (out_dir / CHECKPOINTS).rmdir()
@@ -664,6 +667,12 @@ def _record(tf1: Any, r: _Request, directory: Path) -> None:
     capture = _Capture(r.model_fn, tf1.estimator.ModeKeys.TRAIN)
     session_config = tf1.ConfigProto()
     if r.session_config is not None:
+        if not isinstance(r.session_config, tf1.ConfigProto):
+            raise RecordError(
+                f"session_config is a {type(r.session_config).__name__}: give a "
+                "tf.compat.v1.ConfigProto, as RunConfig(session_config=...) takes (nothing was "
+                "written)"
+            )
         session_config.CopyFrom(r.session_config)
     session_config.device_count["GPU"] = 0  # the CPU's float32 matmuls: no TensorFloat-32
     config = tf1.estimator.tpu.RunConfig(

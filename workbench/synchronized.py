@@ -288,7 +288,7 @@ def compare_synchronized(
             mapping.assign()
         else:
             mapping.assign_values(state)
-        rate_now = float(rate()) if rate is not None else None
+        rate_now = rate() if rate is not None else None  # None: the rate is not a stage
         loss, norm = _returned(train_step(*batches[step]))
         recorded = baseline.steps[step]
         stages = [
