@@ -47,7 +47,8 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 .PHONY: help device-wheels run run-times check-notebook wheel test test-reference test-current test-colab test-docs test-fast test-newest \
 	check-compat check-locks lint hooks record docs compat lock set-repository clean bench \
-	bench-current test-nbval test-nbval-current test-keras2 test-keras3
+	bench-current test-nbval test-nbval-current test-first-half test-second-half \
+	test-reference-notebooks test-reference-rest
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 18
@@ -123,10 +124,13 @@ $(DOCS_STAMP): requirements-docs.txt pyproject.toml | $(UV_NEEDED)
 	$(call venv,$(DOCS_VENV),requirements-docs.txt)
 	@touch $@
 
-run: $(STAMP) $(CURRENT_STAMP) ## execute every notebook with papermill into build/run and summarise
-	$(BIN)/python -m tools.run_notebooks --out $(BUILD)/run
+# make run executes RUN_JOBS notebooks at a time, the longest first (tools/run_notebooks.py);
+# the run-time table needs a run of one at a time: make run RUN_JOBS=1, then make run-times.
+RUN_JOBS ?= 2
+run: $(STAMP) $(CURRENT_STAMP) ## execute every notebook with papermill into build/run (RUN_JOBS at a time, default 2) and summarise
+	$(BIN)/python -m tools.run_notebooks --jobs $(RUN_JOBS) --out $(BUILD)/run
 
-run-times: $(STAMP) ## rewrite CONTRIBUTING.md's run-time table from the last `make run` (build/run/run_times.json)
+run-times: $(STAMP) ## rewrite CONTRIBUTING.md's run-time table from the last `make run RUN_JOBS=1` (build/run/run_times.json)
 	$(BIN)/python -m tools.run_times
 
 # What a change to one notebook needs, in minutes: its nbval (other-CPU stand-in), its papermill
@@ -136,27 +140,41 @@ check-notebook: $(STAMP) $(CURRENT_STAMP) ## one notebook's nbval, papermill cas
 	$(BIN)/python -m tools.check_notebook $(NB)
 
 test: ## the whole test suite: the three lanes, nbval (another CPU) and the site, two at a time, then the compatibility table
-	@$(MAKE) --no-print-directory -k -j$(TEST_JOBS) test-keras2 test-keras3
+	@$(MAKE) --no-print-directory -k -j$(TEST_JOBS) test-first-half test-second-half
 	@$(MAKE) --no-print-directory check-compat
 
-# make test's two halves, of about the same amount of work on a 2-core machine: the
-# reference lane (the longest part) with nbval, and the Keras 3 lanes with the site. The
-# halves' makes share make test's job slots (TEST_JOBS), so a part of one half may start
-# while the other half still runs. Each half goes on when one of its parts fails. The venvs
-# are the halves' prerequisites, so the make that runs both creates them, once each.
-test-keras2: $(STAMP) ## the reference lane and nbval (half of make test)
-	@$(MAKE) --no-print-directory -k test-reference test-nbval
+# make test's two halves, of about the same amount of work on a 2-core machine (about 32
+# minutes each on the machine of CONTRIBUTING.md's figures): the reference lane's papermill
+# cases (its longest part) with the Colab lane, nbval-current and the site; and the current
+# lane with the reference lane's other tests and nbval. The halves' makes share make test's
+# job slots (TEST_JOBS), so a part of one half may start while the other half still runs.
+# Each half goes on when one of its parts fails. The venvs are the halves' prerequisites, so
+# the make that runs both creates them, once each.
+test-first-half: $(STAMP) $(CURRENT_STAMP) $(COLAB_STAMP) $(DOCS_STAMP) ## the reference lane's notebooks, the Colab lane, nbval-current, the site (half of make test)
+	@$(MAKE) --no-print-directory -k test-reference-notebooks test-colab test-nbval-current test-docs
 
-test-keras3: $(CURRENT_STAMP) $(COLAB_STAMP) $(DOCS_STAMP) ## the current and Colab lanes, their nbval and the site (half of make test)
-	@$(MAKE) --no-print-directory -k test-current test-nbval-current test-colab test-docs
+test-second-half: $(STAMP) $(CURRENT_STAMP) ## the current lane, the reference lane's other tests, nbval (half of make test)
+	@$(MAKE) --no-print-directory -k test-current test-reference-rest test-nbval
 
 check-compat: ## fail if CONTRIBUTING.md's compatibility table disagrees with the lanes' last runs
 	$(PYTHON) -m tools.compat_table --check
 
-test-reference: $(STAMP) lint ## reference lane (TF 2.15): lint, unit, conventions, papermill (nbval: test-nbval)
-	@mkdir -p $(BUILD)/pytest
+# The reference lane in two parts that make test runs in its two halves (the papermill cases
+# are two thirds of the lane); `make test-reference` runs both, one after the other.
+test-reference: ## reference lane (TF 2.15): lint, unit, conventions, papermill (nbval: test-nbval)
+	@$(MAKE) --no-print-directory -k test-reference-rest test-reference-notebooks
+
+test-reference-rest: $(STAMP) lint ## the reference lane without its papermill cases: lint, unit, claims, conventions
+	@mkdir -p $(BUILD)/pytest/reference
 	TPU_MIGRATION_LANE=reference $(BIN)/python -m pytest tests --ignore=tests/test_site.py \
-	  -p no:cacheprovider $(call PYTEST_TMP,reference) $(PYTEST_ARGS) $(call LANE_PREFIX,reference)
+	  --ignore=tests/test_notebooks.py -p no:cacheprovider $(call PYTEST_TMP,reference/rest) \
+	  $(PYTEST_ARGS) $(call LANE_PREFIX,reference)
+
+test-reference-notebooks: $(STAMP) ## the reference lane's papermill cases (tests/test_notebooks.py)
+	@mkdir -p $(BUILD)/pytest/reference
+	TPU_MIGRATION_LANE=reference $(BIN)/python -m pytest tests/test_notebooks.py \
+	  -p no:cacheprovider $(call PYTEST_TMP,reference/notebooks) $(PYTEST_ARGS) \
+	  $(call LANE_PREFIX,reference-notebooks)
 
 # nbval runs every notebook once, at its defaults, in the reference lane, and compares each
 # output with the committed one. The committed outputs were recorded on one CPU; oneDNN picks

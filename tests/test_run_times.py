@@ -36,10 +36,14 @@ def a_record(tmp_path, seconds=(12.3, 48.0, 7.5)) -> dict:
 def test_the_table_names_the_machine_each_notebook_its_result_and_the_run_figures(tmp_path):
     rendered = run_times.table(a_record(tmp_path))
     first, *_ = notebook_paths()
-    assert rendered.startswith("Measured by `make run` on Some CPU (avx2), 2 cores, load ")
+    assert rendered.startswith(
+        "Measured by `make run RUN_JOBS=1` (one notebook at a time) on Some CPU (avx2), 2 cores,"
+    )
     assert f"| {first.stem} | 12 | passed |" in rendered
     assert "| **failed** |" in rendered  # a failed run is shown, not left out
-    assert "3 notebooks in 1.1 minutes of notebook time (1.3 minutes for `make run`)" in rendered
+    assert (
+        "3 notebooks in 1.1 minutes of notebook time (1.3 minutes for that `make run`)" in rendered
+    )
     assert "median 12 s, longest 48 s." in rendered
 
 
@@ -54,7 +58,7 @@ def test_a_table_missing_a_notebook_or_the_machine_is_refused(tmp_path):
     assert run_times.check(text) is None
     dropped = text.replace(f"| {notebook_paths()[-1].stem} | 10 | passed |\n", "")
     assert "lists other notebooks" in run_times.check(dropped)
-    unnamed = text.replace("Measured by `make run` on ", "Measured on ")
+    unnamed = text.replace("Measured by `make run RUN_JOBS=1` (one notebook at a time) on ", "On ")
     assert "names no machine" in run_times.check(unnamed)
     assert "no run-time table markers" in run_times.check("no table here")
 
@@ -89,3 +93,42 @@ def test_a_name_that_is_not_one_notebook_is_refused_in_one_line(name, capsys):
     assert check_notebook.main([name, "--dry-run"]) == 2
     error = capsys.readouterr().err.strip()
     assert error.startswith(f"NB={name!r} names ") and "\n" not in error
+
+
+def test_a_run_of_two_notebooks_at_a_time_does_not_write_the_table(tmp_path, monkeypatch, capsys):
+    """Two at a time share the machine, so each notebook's own time is longer: the table's
+    per-notebook figures come from a run of one at a time."""
+    outcomes = [Outcome(path, 10.0, passed=True) for path in notebook_paths()]
+    host = {"cpu": "Some CPU", "flags": [], "cores": 2, "load": 0.5}
+    record = tmp_path / "run_times.json"
+    run_times.write_record(record, outcomes, host, wall=80.0, jobs=2)
+    table_file = tmp_path / "CONTRIBUTING.md"
+    table_file.write_text(f"{run_times.START}\n{run_times.END}\n")
+    monkeypatch.setattr(run_times, "TABLE_FILE", table_file)
+    assert run_times.main(["--record", str(record)]) == 1
+    assert "make run RUN_JOBS=1" in capsys.readouterr().err
+    assert table_file.read_text() == f"{run_times.START}\n{run_times.END}\n"
+    run_times.write_record(record, outcomes, host, wall=80.0, jobs=1)
+    assert run_times.main(["--record", str(record)]) == 0
+    assert "| 10 | passed |" in table_file.read_text()
+
+
+def test_make_run_starts_the_longest_notebooks_of_the_last_run_first(tmp_path):
+    from tools.run_notebooks import longest_first
+
+    a, b, c = (Path(f"{name}.ipynb") for name in "abc")
+    record = tmp_path / "run_times.json"
+    record.write_text(
+        json.dumps(
+            {
+                "notebooks": [
+                    {"notebook": "a.ipynb", "seconds": 5.0},
+                    {"notebook": "b.ipynb", "seconds": 50.0},
+                ]
+            }
+        )
+    )
+    assert longest_first([a, b, c], record) == [c, b, a]  # c is new: its time is unknown
+    assert longest_first([a, b, c], tmp_path / "missing.json") == [a, b, c]
+    record.write_text("{not json")
+    assert longest_first([a, b, c], record) == [a, b, c]

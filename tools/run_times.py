@@ -52,12 +52,16 @@ def machine() -> dict[str, Any]:
     }
 
 
-def write_record(path: Path, outcomes: list[Any], before: dict[str, Any], wall: float) -> None:
-    """What `make run` measured, for the table: each outcome's seconds and result."""
+def write_record(
+    path: Path, outcomes: list[Any], before: dict[str, Any], wall: float, jobs: int = 1
+) -> None:
+    """What `make run` measured, for the table: each outcome's seconds and result, and how
+    many notebooks ran at a time."""
     after = machine()
     record = {
         "machine": {**before, "load_after": after["load"]},
         "python": platform.python_version(),
+        "jobs": jobs,
         "wall_seconds": round(wall, 1),
         "notebooks": [
             {"notebook": o.source.name, "seconds": round(o.seconds, 1), "passed": o.passed}
@@ -78,7 +82,8 @@ def table(record: dict[str, Any]) -> str:
     rows = record["notebooks"]
     seconds = [row["seconds"] for row in rows]
     lines = [
-        f"Measured by `make run` on {describe(record['machine'])}, Python {record['python']}:",
+        f"Measured by `make run RUN_JOBS=1` (one notebook at a time) on "
+        f"{describe(record['machine'])}, Python {record['python']}:",
         "",
         "| notebook | seconds at its defaults | result |",
         "|---|---|---|",
@@ -89,7 +94,7 @@ def table(record: dict[str, Any]) -> str:
     lines += [
         "",
         f"{len(rows)} notebooks in {sum(seconds) / 60:.1f} minutes of notebook time "
-        f"({record['wall_seconds'] / 60:.1f} minutes for `make run`); median "
+        f"({record['wall_seconds'] / 60:.1f} minutes for that `make run`); median "
         f"{statistics.median(seconds):.0f} s, longest {max(seconds):.0f} s.",
     ]
     return "\n".join(lines)
@@ -121,7 +126,10 @@ def check(text: str) -> str | None:
             f"the run-time table lists other notebooks than notebooks/ holds ({missing[:3]}): "
             "run `make run`, then `make run-times`, and commit CONTRIBUTING.md"
         )
-    if "Measured by `make run` on " not in text.split(START, 1)[1]:
+    if (
+        "Measured by `make run RUN_JOBS=1` (one notebook at a time) on "
+        not in text.split(START, 1)[1]
+    ):
         return "the run-time table names no machine: regenerate it with `make run-times`"
     return None
 
@@ -143,6 +151,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.record} is missing: run `make run` first", file=sys.stderr)
         return 1
     record = json.loads(args.record.read_text())
+    if record.get("jobs", 1) != 1:
+        print(
+            f"{args.record} is of a run of {record['jobs']} notebooks at a time, each sharing "
+            "the machine: the table's per-notebook times need one at a time. Run "
+            "`make run RUN_JOBS=1`, then `make run-times`.",
+            file=sys.stderr,
+        )
+        return 1
     TABLE_FILE.write_text(with_table(current, table(record)))
     print(f"CONTRIBUTING.md: run-time table written from {args.record}")
     return 0
