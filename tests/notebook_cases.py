@@ -228,7 +228,9 @@ CASES = [
 ]
 
 
-def stored_run_cases(notebook: str, live_tf1: dict[str, Any] | None = None) -> list[Case]:
+def stored_run_cases(
+    notebook: str, live_tf1: dict[str, Any] | None = None, current_replicas: int = 2
+) -> list[Case]:
     """The cases of a notebook that compares itself with a stored TPUEstimator run (09, 10, 12,
     13, 14, 15, 16): its defaults (4 replicas) in the Colab lane; 1 replica in both full lanes,
     8 in the reference lane and 2 in the current one; a replica count its global batch does not
@@ -236,13 +238,14 @@ def stored_run_cases(notebook: str, live_tf1: dict[str, Any] | None = None) -> l
 
     `live_tf1`: other parameters for the reference lane's 8-replica run, the one lane where
     the TensorFlow 1 cells run live (another seed changes their run; elsewhere the stored
-    run stands in, and the seed would change nothing)."""
+    run stands in, and the seed would change nothing). `current_replicas`: the current lane's
+    count, 4 where the defaults are 2 (notebook 10)."""
     other = live_tf1 or {}
     return [
         Case(notebook, lanes=COLAB),
         Case(notebook, {"virtual_replicas": 1}),
         Case(notebook, {"virtual_replicas": 8, **other}, lanes=REFERENCE),
-        Case(notebook, {"virtual_replicas": 2}, lanes=CURRENT),
+        Case(notebook, {"virtual_replicas": current_replicas}, lanes=CURRENT),
         Case(
             notebook,
             {"virtual_replicas": 3},
