@@ -307,3 +307,19 @@ def test_compare_refuses_a_run_at_another_batch(capsys):
     code, _, err = run_cli(capsys, "compare", "--baseline", str(STORED), "--run", "x.json",
                            "--batch-size", "16")  # fmt: skip
     assert code == cli.REFUSED and "the baseline trained on batches of 8" in err
+
+
+def test_the_summary_says_at_which_steps_the_clip_acted():
+    """Notebook 16's baseline clips by global norm 0.4; its recorded norms (before the clip)
+    exceed it at steps 0, 1 and 3 only, so a clip's mistake can show at those steps alone."""
+    tabular = load_baseline(ROOT / "fixtures" / "workbench_tabular")
+    norms = [step["gradient_norm"] for step in tabular.steps]
+    assert tabular.clip_acted() == [k for k, norm in enumerate(norms) if norm > 0.4] == [0, 1, 3]
+    assert "clip_norm 0.4, acted at 3 of 8 steps: 0, 1, 3" in tabular.summary()
+    below = dataclasses.replace(tabular, clip_norm=10.0)
+    assert below.clip_acted() == [] and "acted at no step" in below.summary()
+    unclipped = dataclasses.replace(tabular, clip_norm=None)
+    assert unclipped.clip_acted() is None
+    assert "clip_by_global_norm: none found" in unclipped.summary()
+    no_norm = dataclasses.replace(tabular, steps=[{"loss": s["loss"]} for s in tabular.steps])
+    assert no_norm.clip_acted() is None and "where it acted is unknown" in no_norm.summary()

@@ -107,7 +107,14 @@ def test_the_stages_name_the_cause_and_only_what_the_evidence_supports():
     assert not [c for c, _ in others if "forward" in c]
     doubled = synchronized(decay(), stages=True, scale=2.0)  # a loss twice TF1's
     assert doubled.first_step == 0
-    assert doubled.causes()[0][0].startswith("the forward pass"), doubled.summary()
+    assert doubled.causes()[0][0].startswith(  # a whole factor: the reduction, by name
+        "the loss's reduction: TF2's loss is 2 times TF1's (a sum where TF1 takes the mean over "
+        "the batch of 8"
+    ), doubled.summary()
+    off = synchronized(decay(), stages=True, scale=1.3)  # no whole factor: the forward pass
+    assert off.causes()[0][0] == (
+        "the forward pass: a layer's arithmetic or setting, or the loss or its reduction"
+    ), off.summary()  # the toy has no dropout, batch norm or layer norm: none is offered
     without_rate = synchronized(decay(0.12))
     assert "the rate (pass rate= to compare it)" in without_rate.causes()[0][0]
     assert "epsilon" not in without_rate.causes()[0][0]  # SGD has no slots, so no epsilon
@@ -130,3 +137,85 @@ def test_keras_adams_epsilon_parts_every_weight_while_the_slots_match(tmp_path):
     (cause, why), *_ = result.causes()
     assert cause.startswith("the update from matching slots") and "epsilon" in cause
     assert "rate, loss, gradient_norm match" in why
+
+
+def a_result(parts, kinds_compared, stages=(), **graph):
+    """A Synchronized as compare_synchronized fills it, for the causes' logic alone: `parts`
+    maps a step to the (name, kind) that part there."""
+    from workbench.synchronized import Part, Stage, Synchronized
+
+    result = Synchronized(8, **graph)
+    for step, parted in parts.items():
+        result.parts[step] = [Part(name, kind, 1e-3, 1e-5) for name, kind in parted]
+        result.compared[step] = dict(kinds_compared)
+        result.stages[step] = [Stage(name, 0.5, 0.5 if same else 0.7, not same)
+                               for name, same in stages]  # fmt: skip
+    return result
+
+
+MATCHING = (("rate", True), ("loss", True), ("gradient_norm", True))
+ADAM_SLOTS = [("dense/kernel/Adam", "slot"), ("dense/kernel/Adam_1", "slot")]
+
+
+def test_a_clip_is_named_where_the_slots_part_at_the_steps_the_clip_acted():
+    clipped = {"clip_acted": [0, 1, 3], "clip_norm": 0.4}
+    per_replica = a_result({s: ADAM_SLOTS for s in (0, 1, 3)}, {"slot": 2}, MATCHING, **clipped)
+    (cause, why), (second, _) = per_replica.causes()
+    assert cause.startswith("the clip: each replica clipping by its own norm")
+    assert "every step that parts (0, 1, 3) is one where TF1's clip acted (0, 1, 3)" in why
+    assert second.startswith("the slots' update")
+    # Adam's epsilon: the weights part, the slots (made of the applied gradients) match, so
+    # the clipped gradients matched too: no clip, though the clip acted at that step
+    epsilon = a_result({0: [("dense/kernel", "weight")]}, {"slot": 2, "weight": 2}, MATCHING,
+                       **clipped)  # fmt: skip
+    assert not [c for c, _ in epsilon.causes() if c.startswith("the clip")]
+    assert "the optimizer's epsilon" in epsilon.causes()[0][0]
+    # SGD has no slots: weights that part where the clip acted leave it in doubt
+    sgd = a_result({1: [("dense/kernel", "weight")], 2: [("dense/kernel", "weight")]},
+                   {"weight": 2}, MATCHING, **clipped)  # fmt: skip
+    (cause, why), *_ = sgd.causes()
+    assert cause.startswith("the clip") and why.endswith("TF1's clip acted at step 1")
+    unclipped = a_result({0: ADAM_SLOTS}, {"slot": 2}, MATCHING)  # no clip in TF1's graph
+    assert not [c for c, _ in unclipped.causes() if "clip" in c]
+
+
+@pytest.mark.parametrize(
+    ("graph", "named", "not_named"),
+    [
+        ({}, [], ["dropout", "batch norm", "layer norm"]),
+        ({"random_ops": 1}, ["dropout's masks or another random draw (1 random op(s)"],
+         ["batch norm", "layer norm"]),
+        ({"batch_norm": True, "layer_norm": True}, ["batch norm per replica", "layer norm's"],
+         ["dropout"]),
+    ],
+)  # fmt: skip
+def test_the_forward_pass_names_only_what_the_graph_has(graph, named, not_named):
+    stages = (("rate", True), ("loss", False))
+    result = a_result({0: [("dense/kernel", "weight")]}, {"weight": 1}, stages, **graph)
+    (cause, why), *_ = result.causes()
+    assert cause.startswith("the forward pass") and "the loss is 0.7, TF1's 0.5" in why
+    assert all(part in cause for part in named) and not [p for p in not_named if p in cause]
+
+
+def test_a_step_where_only_the_loss_parts_says_so():
+    """A summed loss under a clip by the global norm and Adam: the same update from a loss 16
+    times TF1's, so no variable parts; the loss stage still does."""
+    from workbench.synchronized import Stage, Synchronized
+
+    result = Synchronized(8, batch_size=16)
+    result.parts[0], result.compared[0] = [], {"weight": 4, "slot": 8}
+    result.stages[0] = [Stage("loss", 0.646, 0.646 * 16, True)]
+    summary = result.summary()
+    assert "step 0 parts (started from model.ckpt-0): stages only" in summary
+    assert "no variable parts at this step, only the stages below" in summary
+    assert "TF2's loss is 16 times TF1's" in result.causes()[0][0]
+    assert "over the batch of 16" in result.causes()[0][0]
+
+
+def test_a_slot_that_parts_is_grouped_with_its_variables_layer():
+    result = a_result({0: [("hidden/kernel", "weight"), *[(f"hidden/{n}", "slot") for n in (
+        "kernel/Adam", "bias/Adam_1")], ("global_step", "step")]}, {"slot": 2})  # fmt: skip
+    assert result.layers(0) == {
+        "hidden": ["kernel", "kernel/Adam", "bias/Adam_1"],
+        "global_step": ["global_step"],
+    }

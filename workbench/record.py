@@ -166,12 +166,35 @@ class Baseline:
         run["clip_norm"] = self.clip_norm
         return run
 
+    def clip_acted(self) -> list[int] | None:
+        """The steps whose gradient norm (before the clip) exceeded `clip_norm`, where the
+        clip scaled the gradients; None where no clip or no norm was recorded. A comparison
+        tells a clip's mistake (each replica's own norm, another norm) only at such steps."""
+        norms = [step.get("gradient_norm") for step in self.steps]
+        if self.clip_norm is None or any(norm is None for norm in norms):
+            return None
+        return [step for step, norm in enumerate(norms) if norm > self.clip_norm]
+
     def dropout_seeds(self) -> list[tuple[int, int]]:
         """`(seed, seed2)` of each RandomUniform op, in creation order (notebook 15's
         `TF1Dropout` takes them)."""
         return [
             (op["seed"], op["seed2"]) for op in self.random_ops if op["type"] == "RandomUniform"
         ]
+
+    def _clip_line(self) -> str:
+        if self.clip_norm is None:
+            return "clip_by_global_norm: none found"
+        line, acted = f"clip_by_global_norm: clip_norm {self.clip_norm:g}", self.clip_acted()
+        if acted is None:
+            return f"{line} (the gradient norm was not found: where it acted is unknown)"
+        if not acted:
+            return (
+                f"{line}, acted at no step: the gradient norm stayed below it, so no "
+                "comparison of these steps can tell a clip's mistake"
+            )
+        shown = ", ".join(map(str, acted[:12])) + (", ..." if len(acted) > 12 else "")
+        return f"{line}, acted at {len(acted)} of {len(self.steps)} steps: {shown}"
 
     def summary(self) -> str:
         """A few lines: what was recorded, from which TensorFlow, and what was not found."""
@@ -188,9 +211,7 @@ class Baseline:
                 if self.random_ops
                 else ""
             ),
-            f"clip_by_global_norm: clip_norm {self.clip_norm:g}"
-            if self.clip_norm is not None
-            else "clip_by_global_norm: none found",
+            self._clip_line(),
             f"checkpoints: {self.checkpoint.name} (start TF2 from it), "
             f"{self.final_checkpoint.name}",
         ]

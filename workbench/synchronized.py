@@ -84,6 +84,15 @@ class Synchronized:
     worst: dict[int, float] = field(default_factory=dict)  # step -> max difference / bound
     stages: dict[int, list[Stage]] = field(default_factory=dict)  # step -> rate, loss, norm
     compared: dict[int, dict[str, int]] = field(default_factory=dict)  # step -> kind -> count
+    # What the baseline says of its graph, for causes that apply to it only: the steps where
+    # its clip acted (None: no clip, or no norm recorded) and its clip_norm, its random ops
+    # (dropout's masks), whether it has batch-norm statistics or layer norms, its batch size.
+    clip_acted: list[int] | None = None
+    clip_norm: float | None = None
+    random_ops: int = 0
+    batch_norm: bool = False
+    layer_norm: bool = False
+    batch_size: int | None = None
 
     def causes(self) -> list[tuple[str, str]]:
         """(cause, the observation it rests on) for the first step that parts, most direct
@@ -101,10 +110,8 @@ class Synchronized:
                           f"{rate.tf2:.6g}, TF1's {rate.tf1:.6g}"))  # fmt: skip
         if "loss" in parted:
             loss = stages["loss"]
-            found.append(("the forward pass: a layer's arithmetic or setting (layer norm's "
-                          "epsilon, dropout's masks, batch norm per replica), the loss or its "
-                          "reduction", f"from TF1's state and batch, the loss is {loss.tf2:.8g}, "
-                          f"TF1's {loss.tf1:.8g}"))  # fmt: skip
+            found.append((self._forward_cause(loss), f"from TF1's state and batch, the loss is "
+                          f"{loss.tf2:.8g}, TF1's {loss.tf1:.8g}"))  # fmt: skip
         elif "gradient_norm" in parted:
             norm = stages["gradient_norm"]
             loss_said = "the loss matches, " if "loss" in stages else ""
@@ -125,6 +132,12 @@ class Synchronized:
                     else []
                 ),
             ]
+            # The slots are built from the gradients applied: where they match, so did the
+            # clipped gradients, and only an optimizer without slots leaves the clip in doubt.
+            slots_compared = self.compared.get(step, {}).get("slot", 0)
+            clip = self._clip_cause(step, stages)
+            if clip is not None and ("slot" in kinds or (not slots_compared and "weight" in kinds)):
+                found.append(clip)
             summed = [p.name for p in self.parts[step] if p.name.endswith("/Momentum")]
             if summed:
                 found.append(("TF1's Momentum slot holds a sum of gradients, Keras SGD's -lr "
@@ -168,6 +181,55 @@ class Synchronized:
                               "one per step", observed))  # fmt: skip
         return found
 
+    def _forward_cause(self, loss: Stage) -> str:
+        """The forward pass's cause, naming only what this graph has: a whole factor between
+        the losses points at their reduction; dropout's masks where TF1 drew random numbers;
+        batch norm and layer norm where it has them."""
+        ratio = loss.tf2 / loss.tf1 if loss.tf1 else float("inf")
+        inverse = loss.tf1 / loss.tf2 if loss.tf2 else float("inf")
+        for factor, said in ((ratio, "{} times"), (inverse, "1/{} of")):
+            whole = round(factor) if np.isfinite(factor) else 0
+            if whole >= 2 and abs(factor - whole) <= 1e-3 * whole:
+                batch = f" of {self.batch_size}" if self.batch_size else ""
+                return (
+                    f"the loss's reduction: TF2's loss is {said.format(whole)} TF1's (a sum "
+                    f"where TF1 takes the mean over the batch{batch}, or a scale by the replicas)"
+                )
+        named = ["a layer's arithmetic or setting"]
+        if self.random_ops:
+            named.append(
+                f"dropout's masks or another random draw ({self.random_ops} random op(s) "
+                "in TF1's step)"
+            )
+        if self.batch_norm:
+            named.append("batch norm per replica or its epsilon")
+        if self.layer_norm:
+            named.append("layer norm's epsilon")
+        return "the forward pass: " + ", ".join(named) + ", or the loss or its reduction"
+
+    def _clip_cause(self, step: int, stages: dict[str, Stage]) -> tuple[str, str] | None:
+        """The clip, where TF1's acted at this step and the gradients before it match: the
+        gradients applied differ after the norm (each replica's own norm, another norm)."""
+        if not self.clip_acted or step not in self.clip_acted:
+            return None
+        if "gradient_norm" in stages and stages["gradient_norm"].parted:
+            return None
+        parting = sorted(self.parts)
+        only_there = set(parting) <= set(self.clip_acted)
+        norm = stages.get("gradient_norm")
+        before = f"the gradient norm before the clip matches ({norm.tf1:.6g}), " if norm else ""
+        where = (
+            f"every step that parts ({', '.join(map(str, parting))}) is one where TF1's clip "
+            f"acted ({', '.join(map(str, self.clip_acted))})"
+            if only_there
+            else f"TF1's clip acted at step {step}"
+        )
+        return (
+            f"the clip: each replica clipping by its own norm, or by another norm than TF1's "
+            f"global one (clip_norm {self.clip_norm:g})",
+            before + where,
+        )
+
     @property
     def first_step(self) -> int | None:
         return min(self.parts) if self.parts else None
@@ -177,11 +239,14 @@ class Synchronized:
         return not self.parts
 
     def layers(self, step: int) -> dict[str, list[str]]:
-        """The variables that part at `step`, by layer (the TF1 name's parent path)."""
+        """The variables that part at `step`, by layer (the TF1 name's parent path; a slot
+        goes with its variable's layer, as `kernel/Adam`)."""
         grouped: dict[str, list[str]] = {}
         for part in self.parts.get(step, []):
-            layer = part.name.rsplit("/", 1)[0] if "/" in part.name else part.name
-            grouped.setdefault(layer, []).append(part.name.rsplit("/", 1)[-1])
+            depth = 2 if part.kind == "slot" and part.name.count("/") >= 2 else 1
+            pieces = part.name.rsplit("/", depth)
+            layer = pieces[0] if len(pieces) > 1 else part.name
+            grouped.setdefault(layer, []).append("/".join(pieces[1:]) or part.name)
         return grouped
 
     def summary(self) -> str:
@@ -203,14 +268,21 @@ class Synchronized:
                 else "model.ckpt-0"
             )
             + "): "
-            f"{len(parts)} variable(s), kinds: {', '.join(kinds)}; later steps parting: "
-            f"{len(self.parts) - 1}"
+            + (f"{len(parts)} variable(s), kinds: {', '.join(kinds)}" if parts else "stages only")
+            + f"; later steps parting: {len(self.parts) - 1}"
         ]
         rows = [
             [p.name, p.kind, f"{p.difference:.3g}", f"{p.bound:.3g}"]
             for p in sorted(parts, key=lambda p: -p.difference / max(p.bound, 1e-300))[:12]
         ]
-        lines.append(format_table(["TF1 variable", "kind", "|diff|", "bound"], rows))
+        if rows:
+            lines.append(format_table(["TF1 variable", "kind", "|diff|", "bound"], rows))
+        else:
+            lines.append(
+                "no variable parts at this step, only the stages below: an update that "
+                "normalizes (a clip by the global norm, Adam's or RMSProp's division) can take "
+                "the same step from a loss of another scale"
+            )
         for stage in self.stages.get(step, []):
             state = "parts" if stage.parted else "matches"
             lines.append(f"{stage.name}: {state} (TF2 {stage.tf2:.8g}, TF1 {stage.tf1:.8g})")
@@ -227,6 +299,22 @@ def one_step_bound(before: np.ndarray, after: np.ndarray) -> np.ndarray:
 
 
 STATISTICS = ("moving_mean", "moving_variance")
+
+
+def _graph_facts(baseline: Any, mapping: Any) -> dict[str, Any]:
+    """What the baseline holds that decides which causes apply to its graph."""
+    import re
+
+    acted = getattr(baseline, "clip_acted", None)
+    names = [str(name) for name in getattr(mapping, "weight_names", lambda: [])()]
+    return {
+        "clip_acted": acted() if callable(acted) else None,
+        "clip_norm": getattr(baseline, "clip_norm", None),
+        "random_ops": len(getattr(baseline, "random_ops", []) or []),
+        "batch_norm": any(name.rsplit("/", 1)[-1] in STATISTICS for name in names),
+        "layer_norm": any(re.search(r"layer_?norm", name, re.I) for name in names),
+        "batch_size": getattr(baseline, "batch_size", None),
+    }
 
 
 def _stage(name: str, tf1: Any, tf2: Any) -> Stage | None:
@@ -281,7 +369,7 @@ def compare_synchronized(
             f"steps={steps}: the baseline holds TF1's state after steps 1 to {available}"
         )
     batches = baseline.batches()
-    result = Synchronized(steps)
+    result = Synchronized(steps, **_graph_facts(baseline, mapping))
     state = baseline.state(0)
     for step in range(steps):
         if step == 0:
