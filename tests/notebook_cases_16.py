@@ -4,9 +4,12 @@ Every good run asserts, inside the notebook, that the workbench's baseline shows
 acting on some steps and not others; that `Model.fit`, started from the baseline's
 `model.ckpt-0` through `map_checkpoint` with TF1's dropout masks, is within tolerance of the
 baseline on every step and the final weights, from Python and from `python -m workbench
-compare` (exit code 0); that each of eight broken migrations parts from it with its cause among
-`likely_causes` and no difference found to be amplified rounding (the per-replica batch and
-the per-replica clip change nothing on one replica, and are asserted to); and that a run
+compare` (exit code 0); that the port compared one step at a time from TF1's state
+(`compare_synchronized`) passes every step; that each of eight broken migrations parts from
+it with its cause among `likely_causes` and no difference found to be amplified rounding (the
+per-replica batch and the per-replica clip change nothing on one replica, and are asserted
+to); that the five mistakes of the step, one step at a time, part at the step where each
+acts (step 1 for the schedule, step 0 for the others), with the named cause first; and that a run
 logged once per call of two steps is refused in one line, as are four bad inputs (six where
 TPUEstimator records), nothing written or assigned. In the reference lane the baseline
 is recorded live and checked against the stored one (fixtures/workbench_tabular).
