@@ -232,9 +232,10 @@ def stored_run_cases(
     notebook: str, live_tf1: dict[str, Any] | None = None, current_replicas: int = 2
 ) -> list[Case]:
     """The cases of a notebook that compares itself with a stored TPUEstimator run (09, 10, 12,
-    13, 14, 15, 16): its defaults (4 replicas) in the Colab lane; 1 replica in both full lanes,
-    8 in the reference lane and 2 in the current one; a replica count its global batch does not
-    allow, and a `compare_stored` that is not a bool, both stopped by the validation cell.
+    13, 14, 15, 16): its defaults (4 replicas; 10: 2) in the Colab lane; 1 replica in both
+    full lanes, 8 in the reference lane and 2 in the current one (10: 4); a replica count its
+    global batch does not allow, and a `compare_stored` that is not a bool, both stopped by
+    the validation cell.
 
     `live_tf1`: other parameters for the reference lane's 8-replica run, the one lane where
     the TensorFlow 1 cells run live (another seed changes their run; elsewhere the stored

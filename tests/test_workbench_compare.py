@@ -4,6 +4,7 @@ element, the one-ulp check, and bad inputs as one line. NumPy only, no TensorFlo
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -52,12 +53,12 @@ def test_identical_and_within_tolerance():
 
 def test_a_stored_tf1_run_loads_as_it_is_and_a_shifted_warm_up_is_found():
     stored = json.loads((ROOT / "fixtures" / "tf1_conv" / "tf1_run.json").read_text())
-    assert "evaluation" in stored and "predictions" in stored  # other keys are ignored
+    assert "evaluation" in stored and "predictions" in stored  # predictions are ignored
     rates = stored["learning_rates"]
     late = {"losses": stored["losses"], "learning_rates": rates[1:] + rates[-1:]}
     comparison = compare_runs(stored, late)  # the schedule reads the step one ahead
     assert set(comparison.differences) == {"losses", "learning_rates"}
-    assert comparison.not_compared == []
+    assert comparison.not_compared == ["evaluation (the candidate has none)"]
     assert comparison.partings["learning_rates"].step == 0
     assert comparison.partings["losses"] is None
     causes = likely_causes(comparison)
@@ -308,3 +309,45 @@ def test_bad_inputs_are_one_line(candidate, options, expected):
     with pytest.raises(CompareError) as caught:
         compare_runs(run(), candidate, **options)
     assert expected in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_the_evaluation_is_compared_and_parts_alone_undecided():
+    """A moving average with another decay (notebook 10's EMA without num_updates) leaves the
+    trained weights alone and moves what evaluation restores: the steps and the weights agree,
+    the evaluation does not, so the verdict is not "within" (no false pass) but undecided
+    until the one-ulp check, with the nudged run evaluated too, tells rounding apart."""
+    steps = {"losses": [0.5, 0.4, 0.3], "weights": {"w": [1.0, 2.0]}}
+    baseline = {**steps, "evaluation": {"loss": 0.25, "accuracy": 0.75}}
+    same = compare_runs(baseline, {**steps, "evaluation": {"loss": 0.25 + 4e-6, "accuracy": 0.75}})
+    assert same.verdict()[0] == WITHIN and not same.evaluation_outside
+    assert "evaluation loss: within tolerance, |diff| 4.00e-06 (≤ 1.25e-05)" in same.summary()
+    averaged = {**steps, "evaluation": {"loss": 0.2557, "accuracy": 0.75}}
+    found = compare_runs(baseline, averaged)
+    verdict, reason = found.verdict()
+    assert verdict == UNDECIDED and "the evaluation is not (loss)" in reason
+    assert [metric.name for metric in found.evaluation_outside] == ["loss"]
+    assert (
+        "evaluation loss: parts (baseline 0.25, candidate 0.2557, |diff| 5.70e-03 (≥ 1.25e-05))"
+        in found.summary()
+    )
+    nudged_alike = {**steps, "evaluation": {"loss": 0.2557 + 1e-7, "accuracy": 0.75}}
+    assert amplified_rounding(found, nudged_alike).verdict == REAL  # one ulp moves it not
+    nudged_apart = {**steps, "evaluation": {"loss": 0.2557 - 2e-3, "accuracy": 0.75}}
+    assert amplified_rounding(found, nudged_apart).verdict == AMPLIFIED_ROUNDING
+    no_evaluation = amplified_rounding(found, steps)
+    assert no_evaluation.verdict == UNDECIDED and "evaluate it too" in no_evaluation.reason
+    one_metric = compare_runs(baseline, {**steps, "evaluation": {"loss": 0.25}})
+    assert one_metric.not_compared == ["evaluation accuracy (the candidate has none)"]
+
+
+@pytest.mark.parametrize(
+    ("evaluation", "message"),
+    [
+        ([0.25], "evaluation is a list: give a dict of metric name to value"),
+        ({"loss": "low"}, "evaluation metric 'loss' is 'low', not one number"),
+        ({"loss": [0.1, 0.2]}, "evaluation metric 'loss' is [0.1, 0.2], not one number"),
+    ],
+)
+def test_an_evaluation_that_is_not_metrics_is_one_line(evaluation, message):
+    with pytest.raises(CompareError, match=re.escape(message)):
+        compare_runs({"losses": [0.5]}, {"losses": [0.5], "evaluation": evaluation})

@@ -323,3 +323,23 @@ def test_the_summary_says_at_which_steps_the_clip_acted():
     assert "clip_by_global_norm: none found" in unclipped.summary()
     no_norm = dataclasses.replace(tabular, steps=[{"loss": s["loss"]} for s in tabular.steps])
     assert no_norm.clip_acted() is None and "where it acted is unknown" in no_norm.summary()
+
+
+def test_compare_from_the_command_line_compares_the_evaluation_in_the_run(capsys, tmp_path):
+    """run.json's `evaluation` is compared with the baseline's, with --weights too: an
+    evaluation that parts while every step and weight agrees is not passed (exit 4)."""
+    baseline = load_baseline(STORED)
+    steps, weights = toy.train_tf2(baseline)
+    np.savez(tmp_path / "weights.npz", **weights)
+    outcomes = {}
+    for shift in (0.0, 0.01):
+        evaluation = {k: v + shift for k, v in baseline.evaluation.items()}
+        (tmp_path / "run.json").write_text(json.dumps({"steps": steps, "evaluation": evaluation}))
+        outcomes[shift] = run_cli(capsys, "compare", "--baseline", str(STORED), "--run",
+                                  str(tmp_path / "run.json"), "--weights",
+                                  str(tmp_path / "weights.npz"))  # fmt: skip
+    (code, out, _), (moved_code, moved, _) = outcomes[0.0], outcomes[0.01]
+    assert code == cli.DONE and "evaluation loss: within tolerance, |diff| 0" in out, out
+    assert moved_code == cli.DIFFERENT, moved
+    assert "evaluation loss: parts (baseline 0.56379157, candidate 0.57379157" in moved
+    assert "the evaluation is not (accuracy, loss)" in moved

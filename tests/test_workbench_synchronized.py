@@ -165,18 +165,31 @@ def test_a_clip_is_named_where_the_slots_part_at_the_steps_the_clip_acted():
     assert "every step that parts (0, 1, 3) is one where TF1's clip acted (0, 1, 3)" in why
     assert second.startswith("the slots' update")
     # Adam's epsilon: the weights part, the slots (made of the applied gradients) match, so
-    # the clipped gradients matched too: no clip, though the clip acted at that step
+    # the clip comes last: only a sign flip that the slots do not show would leave it
     epsilon = a_result({0: [("dense/kernel", "weight")]}, {"slot": 2, "weight": 2}, MATCHING,
                        **clipped)  # fmt: skip
-    assert not [c for c, _ in epsilon.causes() if c.startswith("the clip")]
-    assert "the optimizer's epsilon" in epsilon.causes()[0][0]
-    # SGD has no slots: weights that part where the clip acted leave it in doubt
+    causes = [c for c, _ in epsilon.causes()]
+    assert "the optimizer's epsilon" in causes[0] and causes[-1].startswith("the clip")
+    # SGD has no slots: weights that part at steps where the clip did and did not act
     sgd = a_result({1: [("dense/kernel", "weight")], 2: [("dense/kernel", "weight")]},
                    {"weight": 2}, MATCHING, **clipped)  # fmt: skip
-    (cause, why), *_ = sgd.causes()
-    assert cause.startswith("the clip") and why.endswith("TF1's clip acted at step 1")
-    unclipped = a_result({0: ADAM_SLOTS}, {"slot": 2}, MATCHING)  # no clip in TF1's graph
-    assert not [c for c, _ in unclipped.causes() if "clip" in c]
+    (first, _), *_, (last, why) = sgd.causes()
+    assert first.startswith("the update (1 of 2 weights part)") and "clip" not in first
+    assert last.startswith("the clip") and why.endswith("TF1's clip acted at step 1")
+    # a step where TF1's clip did not act: a clip only TF2 applies, last
+    elsewhere = a_result({2: ADAM_SLOTS}, {"slot": 2}, MATCHING, **clipped)
+    (first, _), (last, why) = elsewhere.causes()
+    assert first.startswith("the slots' update")
+    assert last.startswith("a clip TF2 applies where TF1's did not act: a clip_norm below 0.4")
+    assert "TF1's clip did not act at step 2" in why
+    # no clip in TF1's graph: a clip of TF2's own (Keras' clipnorm), last
+    unclipped = a_result({0: ADAM_SLOTS}, {"slot": 2}, MATCHING)
+    assert unclipped.causes()[-1][0].startswith("a clip TF2 applies and TF1 does not")
+    # Keras SGD against TF1's Momentum: its slots part by construction, no clip is offered
+    momentum = a_result({0: [("dense/kernel/Momentum", "slot")]}, {"slot": 1}, MATCHING,
+                        **clipped)  # fmt: skip
+    assert not [c for c, _ in momentum.causes() if "clip" in c]
+    assert momentum.causes()[0][0].startswith("TF1's Momentum slot holds a sum")
 
 
 @pytest.mark.parametrize(
@@ -210,6 +223,10 @@ def test_a_step_where_only_the_loss_parts_says_so():
     assert "no variable parts at this step, only the stages below" in summary
     assert "TF2's loss is 16 times TF1's" in result.causes()[0][0]
     assert "over the batch of 16" in result.causes()[0][0]
+    assert result.causes()[1][0].startswith("the forward pass")  # still listed, second
+    near = Synchronized(8)
+    near.parts[0], near.stages[0] = [], [Stage("loss", 1.0, 2.0019, True)]
+    assert near.causes()[0][0].startswith("the forward pass")  # 2.0019 is no whole factor
 
 
 def test_a_slot_that_parts_is_grouped_with_its_variables_layer():

@@ -346,7 +346,8 @@ def compare(args: argparse.Namespace) -> int:
         weights = _read_npz(args.weights, "--weights")
         if isinstance(candidate, list):
             candidate = {"steps": candidate}
-        candidate = {**_stepwise(candidate), "weights": weights}
+        evaluation = {"evaluation": candidate["evaluation"]} if "evaluation" in candidate else {}
+        candidate = {**_stepwise(candidate), "weights": weights, **evaluation}
         names = list(weights)
     comparison = compare_runs(baseline.run(weight_names=names or []), candidate)
     print(comparison.summary())
@@ -491,7 +492,8 @@ def parser() -> argparse.ArgumentParser:
         help="compare your TF2 run with the baseline, step by step, with a verdict",
         description="Synchronized (--model and --step): each TF2 step starts from TF1's state "
         "and is compared with TF1's next state; the verdict. Free-running (--run): JSON, a "
-        "list of per-step objects (loss, learning_rate, gradient_norm) or an object of lists; "
+        "list of per-step objects (loss, learning_rate, gradient_norm) or an object of lists, "
+        "with `evaluation` (metric: value) to compare the evaluation too; "
         "--weights: .npz of the final weights by TF1 name (mapping.tf2_values(weights_only="
         "True)). Given both, the synchronized verdict decides and a disagreement is reported.",
     )

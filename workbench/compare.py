@@ -45,8 +45,20 @@ PER_STEP_KEYS = {
 # (1e-5, 1e-4) for another CPU or an accelerator, and for a loss a few float32 ulps of its
 # size (a loss of 1000 is 6e-5 per ulp); a schedule's rate is computed, not trained, so only
 # its float rounding is allowed; a norm scales with the gradients, so it is relative.
-ATOL = {"losses": 1e-5, "learning_rates": 0.0, "gradient_norms": 1e-7, "weights": 1e-4}
-RTOL = {"losses": 1e-6, "learning_rates": 1e-6, "gradient_norms": 1e-5, "weights": 0.0}
+ATOL = {
+    "losses": 1e-5,
+    "learning_rates": 0.0,
+    "gradient_norms": 1e-7,
+    "weights": 1e-4,
+    "evaluation": 1e-5,
+}
+RTOL = {
+    "losses": 1e-6,
+    "learning_rates": 1e-6,
+    "gradient_norms": 1e-5,
+    "weights": 0.0,
+    "evaluation": 1e-5,
+}
 
 # The verdicts: the first element of Comparison.verdict() and RoundingCheck.verdict.
 IDENTICAL, WITHIN, REAL, AMPLIFIED_ROUNDING, UNDECIDED = (
@@ -65,6 +77,7 @@ class Run:
     stepwise: dict[str, np.ndarray]
     weights: dict[str, np.ndarray]
     clip_norm: float | None = None  # the clip_norm of clip_by_global_norm, when known
+    evaluation: dict[str, float] = field(default_factory=dict)  # metric -> value after training
 
     @property
     def steps(self) -> int:
@@ -93,10 +106,32 @@ def as_run(data: Any, which: str = "the run") -> Run:
     if len(set(lengths.values())) > 1:
         raise CompareError(f"{which}: the quantities have different step counts {lengths}")
     weights = {str(k): np.asarray(v, dtype=np.float64) for k, v in data.get("weights", {}).items()}
-    if not stepwise and not weights:
-        raise CompareError(f"{which} has none of {', '.join(STEPWISE)} or weights to compare")
     clip_norm = data.get("clip_norm")
-    return Run(stepwise, weights, None if clip_norm is None else float(clip_norm))
+    evaluation = _evaluation(data.get("evaluation"), which)
+    if not stepwise and not weights and not evaluation:
+        raise CompareError(f"{which} has none of {', '.join(STEPWISE)} or weights to compare")
+    return Run(stepwise, weights, None if clip_norm is None else float(clip_norm), evaluation)
+
+
+def _evaluation(given: Any, which: str) -> dict[str, float]:
+    """The evaluation's metrics as floats by name (`evaluate(..., return_dict=True)`, or the
+    baseline's recorded `evaluation`)."""
+    if given is None:
+        return {}
+    if not isinstance(given, Mapping):
+        raise CompareError(
+            f"{which}: evaluation is a {type(given).__name__}: give a dict of metric name to "
+            "value, as evaluate(..., return_dict=True) returns"
+        )
+    metrics = {}
+    for name, value in given.items():
+        try:
+            metrics[str(name)] = float(np.asarray(value, dtype=np.float64))
+        except (TypeError, ValueError):
+            raise CompareError(
+                f"{which}: evaluation metric {name!r} is {value!r}, not one number"
+            ) from None
+    return metrics
 
 
 def _per_step(steps: Sequence[Any], which: str) -> dict[str, list[Any]]:
@@ -148,6 +183,21 @@ class Worst:
     bound: float
 
 
+@dataclass(frozen=True)
+class Metric:
+    """One evaluation metric of both runs: the values, |difference| and its bound."""
+
+    name: str
+    baseline: float
+    candidate: float
+    difference: float
+    bound: float
+
+    @property
+    def outside(self) -> bool:
+        return not (self.difference <= self.bound)  # NaN against a number is outside
+
+
 @dataclass
 class Comparison:
     """Two runs side by side: per-step |differences|, where each quantity parts, the worst
@@ -162,6 +212,11 @@ class Comparison:
     partings: dict[str, Parting | None] = field(default_factory=dict)
     worst: Worst | None = None
     not_compared: list[str] = field(default_factory=list)
+    evaluation: list[Metric] = field(default_factory=list)  # the metrics both runs have
+
+    @property
+    def evaluation_outside(self) -> list[Metric]:
+        return [metric for metric in self.evaluation if metric.outside]
 
     @property
     def first_step(self) -> int | None:
@@ -174,8 +229,10 @@ class Comparison:
 
     @property
     def identical(self) -> bool:
-        return all(not d.any() for d in self.differences.values()) and (
-            self.worst is None or self.worst.difference == 0
+        return (
+            all(not d.any() for d in self.differences.values())
+            and (self.worst is None or self.worst.difference == 0)
+            and all(metric.difference == 0 for metric in self.evaluation)
         )
 
     def verdict(self) -> tuple[str, str]:
@@ -183,7 +240,7 @@ class Comparison:
         first = self.first_step
         if self.identical:
             return IDENTICAL, "every compared value is bit for bit the baseline's"
-        if first is None and not self.weights_outside:
+        if first is None and not self.weights_outside and not self.evaluation_outside:
             return WITHIN, "every compared value is within its tolerance"
         rate = self.partings.get("learning_rates")
         if rate is not None:
@@ -196,6 +253,14 @@ class Comparison:
                 "they part at step 0, before any update: nothing had trained yet to amplify "
                 "rounding (matrix products at another precision can still differ: see "
                 "likely_causes)"
+            )
+        if first is None and not self.weights_outside:
+            names = ", ".join(metric.name for metric in self.evaluation_outside)
+            return UNDECIDED, (
+                f"every step and the final weights are within tolerance, the evaluation is not "
+                f"({names}): what evaluation alone uses (moving averages restored for it, "
+                "batch-norm statistics, the metric itself), or the weights' rounding carried "
+                "into the metrics (the one-ulp check, with the nudged run evaluated too)"
             )
         where = f"from step {first}" if first is not None else "in the final weights only"
         return UNDECIDED, f"they part {where}, after updates that can amplify rounding"
@@ -233,6 +298,16 @@ class Comparison:
                 "weights: within tolerance, the element nearest its bound |diff| "
                 f"{format_difference(w.difference, w.bound)}"
             )
+        for metric in self.evaluation:  # within: the digits are the CPU's, as for the steps
+            if metric.outside:
+                beyond = format_difference(metric.difference, at_least=metric.bound)
+                lines.append(
+                    f"evaluation {metric.name}: parts (baseline {metric.baseline:.8g}, "
+                    f"candidate {metric.candidate:.8g}, |diff| {beyond})"
+                )
+            else:
+                within = format_difference(metric.difference, metric.bound)
+                lines.append(f"evaluation {metric.name}: within tolerance, |diff| {within}")
         lines += [f"not compared: {what}" for what in self.not_compared]
         return "\n".join(lines)
 
@@ -306,9 +381,30 @@ def compare_runs(
                     quantity, s, float(b[s]), float(c[s]), float(difference[s]), float(bound[s])
                 )
     comparison.worst = _worst(base.weights, cand.weights, comparison)
-    if not comparison.differences and comparison.worst is None:
+    comparison.evaluation = _metrics(base.evaluation, cand.evaluation, comparison)
+    if not comparison.differences and comparison.worst is None and not comparison.evaluation:
         raise CompareError("the runs share no quantity: log the same ones on both sides")
     return comparison
+
+
+def _metrics(base: dict, cand: dict, comparison: Comparison) -> list[Metric]:
+    """The metrics both runs evaluated, each within atol + rtol x |baseline| ("evaluation");
+    a metric of one run only is listed as not compared."""
+    if bool(base) != bool(cand):
+        side = "the candidate" if base else "the baseline"
+        comparison.not_compared.append(f"evaluation ({side} has none)")
+        return []
+    for name in sorted(set(base) ^ set(cand)):
+        side = "the candidate" if name in base else "the baseline"
+        comparison.not_compared.append(f"evaluation {name} ({side} has none)")
+    atol, rtol = comparison.atol["evaluation"], comparison.rtol["evaluation"]
+    metrics = []
+    for name in sorted(set(base) & set(cand)):
+        b, c = base[name], cand[name]
+        gap = 0.0 if np.isnan(b) and np.isnan(c) else abs(c - b)
+        bound = atol + rtol * (abs(b) if np.isfinite(b) else 0.0)
+        metrics.append(Metric(name, b, c, gap, bound))
+    return metrics
 
 
 def _worst(base: dict, cand: dict, comparison: Comparison) -> Worst | None:
@@ -388,6 +484,18 @@ def amplified_rounding(comparison: Comparison, nudged: Any, factor: float = 10.0
             observed["weights"] = comparison.worst.difference
             if comparison.weights_outside:
                 parted.append("weights")
+    if pair.evaluation:
+        spread["evaluation"] = max(metric.difference for metric in pair.evaluation)
+        leaves["evaluation"] = bool(pair.evaluation_outside)
+    if comparison.evaluation:
+        observed["evaluation"] = max(metric.difference for metric in comparison.evaluation)
+        if comparison.evaluation_outside:
+            if "evaluation" not in spread:  # not a schedule: rounding is not ruled out
+                return RoundingCheck(
+                    spread, leaves, UNDECIDED,
+                    "the evaluation parts and the nudged run has none: evaluate it too",
+                )  # fmt: skip
+            parted.append("evaluation")
     if not parted:
         return RoundingCheck(spread, leaves, WITHIN, "nothing left its tolerance")
     for quantity in parted:

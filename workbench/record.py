@@ -164,6 +164,8 @@ class Baseline:
         }
         run["weights"] = read_checkpoint(self.final_checkpoint, weight_names)
         run["clip_norm"] = self.clip_norm
+        if self.evaluation:  # the metrics evaluate() gave after the last step
+            run["evaluation"] = dict(self.evaluation)
         return run
 
     def clip_acted(self) -> list[int] | None:

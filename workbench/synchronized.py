@@ -110,8 +110,11 @@ class Synchronized:
                           f"{rate.tf2:.6g}, TF1's {rate.tf1:.6g}"))  # fmt: skip
         if "loss" in parted:
             loss = stages["loss"]
-            found.append((self._forward_cause(loss), f"from TF1's state and batch, the loss is "
-                          f"{loss.tf2:.8g}, TF1's {loss.tf1:.8g}"))  # fmt: skip
+            said = f"from TF1's state and batch, the loss is {loss.tf2:.8g}, TF1's {loss.tf1:.8g}"
+            reduction = self._reduction_cause(loss)
+            if reduction is not None:
+                found.append((reduction, said))
+            found.append((self._forward_cause(), said))
         elif "gradient_norm" in parted:
             norm = stages["gradient_norm"]
             loss_said = "the loss matches, " if "loss" in stages else ""
@@ -132,12 +135,22 @@ class Synchronized:
                     else []
                 ),
             ]
-            # The slots are built from the gradients applied: where they match, so did the
-            # clipped gradients, and only an optimizer without slots leaves the clip in doubt.
+            # The slots are built from the gradients applied. Slots linear in the gradient
+            # (Adam's m, Momentum's sum) that match bound the clipped gradients to 1e-3 of the
+            # slot's largest change, so a clip comes first only where the slots part at the
+            # steps TF1's clip acted; a slot of g**2 (Adagrad, RMSProp) or Adam's first step,
+            # near lr x sign(g), can leave a flipped element in the weights alone, so there
+            # the clip stays, last.
             slots_compared = self.compared.get(step, {}).get("slot", 0)
-            clip = self._clip_cause(step, stages)
-            if clip is not None and ("slot" in kinds or (not slots_compared and "weight" in kinds)):
-                found.append(clip)
+            momentum_only = bool(self.parts[step]) and all(
+                p.name.endswith("/Momentum") for p in self.parts[step] if p.kind == "slot"
+            ) and "slot" in kinds  # fmt: skip
+            clip = None if momentum_only else self._clip_cause(step, stages)
+            clip_first = clip is not None and clip[2] and (
+                "slot" in kinds or (not slots_compared and "weight" in kinds)
+            )  # fmt: skip
+            if clip_first:
+                found.append(clip[:2])
             summed = [p.name for p in self.parts[step] if p.name.endswith("/Momentum")]
             if summed:
                 found.append(("TF1's Momentum slot holds a sum of gradients, Keras SGD's -lr "
@@ -166,10 +179,12 @@ class Synchronized:
                         *unchecked,
                         "the optimizer's rule",
                         "weight decay on other variables than TF1's",
-                        "a clip per replica or by another norm",
+                        *([] if clip is not None else ["a clip per replica or by another norm"]),
                     ]
                 )
                 found.append((cause, observed))
+            if clip is not None and not clip_first and kinds & {"weight", "slot"}:
+                found.append(clip[:2])
             if "statistic" in kinds:
                 found.append(("batch norm's moving statistics: their momentum, the variance's "
                               "n/(n-1), or statistics per replica", observed))  # fmt: skip
@@ -181,20 +196,25 @@ class Synchronized:
                               "one per step", observed))  # fmt: skip
         return found
 
-    def _forward_cause(self, loss: Stage) -> str:
-        """The forward pass's cause, naming only what this graph has: a whole factor between
-        the losses points at their reduction; dropout's masks where TF1 drew random numbers;
-        batch norm and layer norm where it has them."""
+    def _reduction_cause(self, loss: Stage) -> str | None:
+        """A whole factor between the losses (to 1e-5 of it: a sum against a mean is exact to
+        a few ulps) points at their reduction."""
         ratio = loss.tf2 / loss.tf1 if loss.tf1 else float("inf")
         inverse = loss.tf1 / loss.tf2 if loss.tf2 else float("inf")
         for factor, said in ((ratio, "{} times"), (inverse, "1/{} of")):
             whole = round(factor) if np.isfinite(factor) else 0
-            if whole >= 2 and abs(factor - whole) <= 1e-3 * whole:
+            if whole >= 2 and abs(factor - whole) <= 1e-5 * whole:
                 batch = f" of {self.batch_size}" if self.batch_size else ""
                 return (
                     f"the loss's reduction: TF2's loss is {said.format(whole)} TF1's (a sum "
                     f"where TF1 takes the mean over the batch{batch}, or a scale by the replicas)"
                 )
+        return None
+
+    def _forward_cause(self) -> str:
+        """The forward pass's cause, naming only what this graph has: dropout's masks where
+        TF1 drew random numbers (a dropout only TF2 has is a layer's setting), batch norm and
+        layer norm where it has them."""
         named = ["a layer's arithmetic or setting"]
         if self.random_ops:
             named.append(
@@ -207,17 +227,31 @@ class Synchronized:
             named.append("layer norm's epsilon")
         return "the forward pass: " + ", ".join(named) + ", or the loss or its reduction"
 
-    def _clip_cause(self, step: int, stages: dict[str, Stage]) -> tuple[str, str] | None:
-        """The clip, where TF1's acted at this step and the gradients before it match: the
-        gradients applied differ after the norm (each replica's own norm, another norm)."""
-        if not self.clip_acted or step not in self.clip_acted:
-            return None
+    def _clip_cause(self, step: int, stages: dict[str, Stage]) -> tuple[str, str, bool] | None:
+        """A clip, where the gradients before any clip match: (cause, observation, whether it
+        is the first suspect: every step that parts is one where TF1's clip acted). Where TF1's
+        clip did not act at the step, or TF1 has none, a clip only TF2 applies (a smaller
+        clip_norm, a replica's own norm above it, Keras' clipnorm) is still possible."""
         if "gradient_norm" in stages and stages["gradient_norm"].parted:
             return None
-        parting = sorted(self.parts)
-        only_there = set(parting) <= set(self.clip_acted)
         norm = stages.get("gradient_norm")
         before = f"the gradient norm before the clip matches ({norm.tf1:.6g}), " if norm else ""
+        if self.clip_acted is None or self.clip_norm is None:
+            return (
+                "a clip TF2 applies and TF1 does not (Keras' clipnorm or global_clipnorm)",
+                before + "TF1's graph has no clip_by_global_norm (or its norm was not found)",
+                False,
+            )
+        if step not in self.clip_acted:
+            return (
+                "a clip TF2 applies where TF1's did not act: a clip_norm below "
+                f"{self.clip_norm:g}, or each replica's own norm above it",
+                before + f"TF1's clip did not act at step {step} (its norm stayed below "
+                f"{self.clip_norm:g})",
+                False,
+            )
+        parting = sorted(self.parts)
+        only_there = set(parting) <= set(self.clip_acted)
         where = (
             f"every step that parts ({', '.join(map(str, parting))}) is one where TF1's clip "
             f"acted ({', '.join(map(str, self.clip_acted))})"
@@ -228,6 +262,7 @@ class Synchronized:
             f"the clip: each replica clipping by its own norm, or by another norm than TF1's "
             f"global one (clip_norm {self.clip_norm:g})",
             before + where,
+            only_there,
         )
 
     @property
@@ -279,9 +314,9 @@ class Synchronized:
             lines.append(format_table(["TF1 variable", "kind", "|diff|", "bound"], rows))
         else:
             lines.append(
-                "no variable parts at this step, only the stages below: an update that "
-                "normalizes (a clip by the global norm, Adam's or RMSProp's division) can take "
-                "the same step from a loss of another scale"
+                "no variable parts at this step, only the stages below: a clip by the global "
+                "norm that acts on both sides (or, where no slots are compared, Adam's or "
+                "RMSProp's division) can take the same step from a loss of another scale"
             )
         for stage in self.stages.get(step, []):
             state = "parts" if stage.parted else "matches"
