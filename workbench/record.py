@@ -170,8 +170,9 @@ class Baseline:
 
     def clip_acted(self) -> list[int] | None:
         """The steps whose gradient norm (before the clip) exceeded `clip_norm`, where the
-        clip scaled the gradients; None where no clip or no norm was recorded. A comparison
-        tells a clip's mistake (each replica's own norm, another norm) only at such steps."""
+        clip scaled the gradients; None where no clip or no norm was recorded. A missing clip
+        or a larger clip_norm shows only at such steps; a clip that acts where TF1's did not (a
+        smaller clip_norm, a replica's own norm) can show at any step."""
         norms = [step.get("gradient_norm") for step in self.steps]
         if self.clip_norm is None or any(norm is None for norm in norms):
             return None
@@ -192,8 +193,8 @@ class Baseline:
             return f"{line} (the gradient norm was not found: where it acted is unknown)"
         if not acted:
             return (
-                f"{line}, acted at no step: the gradient norm stayed below it, so no "
-                "comparison of these steps can tell a clip's mistake"
+                f"{line}, acted at no step: the gradient norm stayed below it, so these "
+                "steps cannot show a clip that is missing or set higher in TF2"
             )
         shown = ", ".join(map(str, acted[:12])) + (", ..." if len(acted) > 12 else "")
         return f"{line}, acted at {len(acted)} of {len(self.steps)} steps: {shown}"

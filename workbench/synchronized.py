@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from workbench.compare import ATOL, RTOL
+from workbench.compare import ATOL, RTOL, _integer_ratio
 from workbench.errors import FriendlyError
 from workbench.text import format_table
 
@@ -142,9 +142,9 @@ class Synchronized:
             # near lr x sign(g), can leave a flipped element in the weights alone, so there
             # the clip stays, last.
             slots_compared = self.compared.get(step, {}).get("slot", 0)
-            momentum_only = bool(self.parts[step]) and all(
+            momentum_only = "slot" in kinds and all(
                 p.name.endswith("/Momentum") for p in self.parts[step] if p.kind == "slot"
-            ) and "slot" in kinds  # fmt: skip
+            )
             clip = None if momentum_only else self._clip_cause(step, stages)
             clip_first = clip is not None and clip[2] and (
                 "slot" in kinds or (not slots_compared and "weight" in kinds)
@@ -197,19 +197,17 @@ class Synchronized:
         return found
 
     def _reduction_cause(self, loss: Stage) -> str | None:
-        """A whole factor between the losses (to 1e-5 of it: a sum against a mean is exact to
-        a few ulps) points at their reduction."""
-        ratio = loss.tf2 / loss.tf1 if loss.tf1 else float("inf")
-        inverse = loss.tf1 / loss.tf2 if loss.tf2 else float("inf")
-        for factor, said in ((ratio, "{} times"), (inverse, "1/{} of")):
-            whole = round(factor) if np.isfinite(factor) else 0
-            if whole >= 2 and abs(factor - whole) <= 1e-5 * whole:
-                batch = f" of {self.batch_size}" if self.batch_size else ""
-                return (
-                    f"the loss's reduction: TF2's loss is {said.format(whole)} TF1's (a sum "
-                    f"where TF1 takes the mean over the batch{batch}, or a scale by the replicas)"
-                )
-        return None
+        """A whole factor between the losses points at their reduction (compare's
+        `_integer_ratio`: to 2e-6 of it, as float32 sums keep it)."""
+        whole = _integer_ratio(loss.tf1, loss.tf2)
+        if whole is None:
+            return None
+        said = f"{whole} times" if abs(loss.tf2) > abs(loss.tf1) else f"1/{whole} of"
+        batch = f" of {self.batch_size}" if self.batch_size else ""
+        return (
+            f"the loss's reduction: TF2's loss is {said} TF1's (a sum where TF1 takes the "
+            f"mean over the batch{batch}, or a scale by the replicas)"
+        )
 
     def _forward_cause(self) -> str:
         """The forward pass's cause, naming only what this graph has: dropout's masks where
