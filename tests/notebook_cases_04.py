@@ -19,7 +19,7 @@ CASES_04 = [
     Case(NOTEBOOK, lanes=COLAB),
     Case(NOTEBOOK, {"virtual_replicas": 1}),
     Case(NOTEBOOK, {"virtual_replicas": 8, "seed": 7}, lanes=REFERENCE),
-    Case(NOTEBOOK, {"virtual_replicas": 2, "seed": 3}, lanes=CURRENT),
+    Case(NOTEBOOK, {"virtual_replicas": 4, "seed": 3}, lanes=CURRENT),
     Case(
         NOTEBOOK,
         {"virtual_replicas": 3},

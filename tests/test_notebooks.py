@@ -85,7 +85,7 @@ DEFAULT_REPLICAS = 4  # a v4-8 or v5e-4 slice: several replicas, at half the cos
 # Notebook 10 traces every training's batch norm once per replica (MirroredStrategy runs the
 # step in a thread per replica), six trainings at 4 replicas took 70 s of its run: 2 replicas
 # show what each replica's statistics cost as well as 4, and its Keras 3 lane runs 4 instead.
-DEFAULTS_OF = {"10_conv_batch_norm.ipynb": 2}
+DEFAULTS_OF = {"04_verify_migration.ipynb": 2, "10_conv_batch_norm.ipynb": 2}
 
 
 def good_runs(lanes: tuple[str, ...], notebook: str, defaults: dict) -> list[int]:
@@ -99,9 +99,9 @@ def good_runs(lanes: tuple[str, ...], notebook: str, defaults: dict) -> list[int
 
 @pytest.mark.reference_only
 def test_every_notebook_has_other_parameters_bad_ones_replica_counts_1_2_4_8_and_another_seed():
-    """The defaults are 4 replicas (notebook 10: 2), run by nbval (Keras 2) and the Colab lane
+    """The defaults are 4 replicas (notebooks 04 and 10: 2), run by nbval (Keras 2) and the Colab lane
     (Keras 3). Each Keras generation runs 1 replica too, and between them 2 and 8: 8 in Keras
-    2 (papermill in the reference lane) and 2 in Keras 3 (the current lane; for notebook 10,
+    2 (papermill in the reference lane) and 2 in Keras 3 (the current lane; for notebooks 04 and 10,
     whose default is 2, 4 there), so that 1, 2, 4 and 8 all run and no count runs twice in
     one generation. A notebook recorded in the current lane (Keras 3 on JAX) runs all four
     there, nbval at the defaults. A notebook with a `seed` parameter runs with another seed in
