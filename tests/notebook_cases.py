@@ -8,8 +8,9 @@ Lanes: good runs go to the reference lane (TF 2.15, Keras 2) and the current lan
 newest TF, Keras 3). The defaults are 4 replicas, which nbval runs in the reference lane and
 the Colab lane (Keras 3) runs too; each Keras generation also runs 1 replica, and one other
 count: 8 in Keras 2, whose tracing over many replicas costs about half of Keras 3's, and 2 in
-Keras 3, so that 1, 2, 4 and 8 all run, each count other than 1 and 4 once, with the other
-parameters' variations, another seed among them, folded into those runs.
+Keras 3, so that 1, 2, 4 and 8 all run, each count other than 1 and 4 once (04, 10 and 16
+default to 2 and run 4 in Keras 3 instead; 16 also runs 8 there), with the other parameters'
+variations, another seed among them, folded into those runs.
 Bad parameters stop in `helpers.parameters` before any TensorFlow call, so
 they run in the reference lane only (the unit tests of `helpers.parameters` and the one-line
 rendering test run in every lane); a case whose error depends on the TensorFlow version
@@ -232,15 +233,15 @@ def stored_run_cases(
     notebook: str, live_tf1: dict[str, Any] | None = None, current_replicas: int = 2
 ) -> list[Case]:
     """The cases of a notebook that compares itself with a stored TPUEstimator run (09, 10, 12,
-    13, 14, 15, 16): its defaults (4 replicas; 10: 2) in the Colab lane; 1 replica in both
-    full lanes, 8 in the reference lane and 2 in the current one (10: 4); a replica count its
+    13, 14, 15, 16): its defaults (4 replicas; 10 and 16: 2) in the Colab lane; 1 replica in both
+    full lanes, 8 in the reference lane and 2 in the current one (10 and 16: 4); a replica count its
     global batch does not allow, and a `compare_stored` that is not a bool, both stopped by
     the validation cell.
 
     `live_tf1`: other parameters for the reference lane's 8-replica run, the one lane where
     the TensorFlow 1 cells run live (another seed changes their run; elsewhere the stored
     run stands in, and the seed would change nothing). `current_replicas`: the current lane's
-    count, 4 where the defaults are 2 (notebook 10)."""
+    count, 4 where the defaults are 2 (notebooks 10 and 16)."""
     other = live_tf1 or {}
     return [
         Case(notebook, lanes=COLAB),
