@@ -21,10 +21,15 @@ pytestmark = pytest.mark.tensorflow
 STORED = ROOT / "fixtures" / "workbench_toy"
 
 
-def port(schedule, baseline=None, optimizer=None, scale=1.0, stages=False):
+def port(
+    schedule, baseline=None, optimizer=None, scale=1.0, stages=False, gradients=False,
+    bias_scale=1.0,
+):  # fmt: skip
     """The toy's TF2 port (SGD on this schedule unless `optimizer` is given), mapped with its
     optimizer's step counter; with `stages`, its step returns the loss and gradient norm and
-    the rate is read before each step."""
+    the rate is read before each step; with `gradients`, it returns each variable's gradient
+    (without the norm unless `stages`); `bias_scale` scales the logits' bias gradient alone,
+    a mistake of the backward pass."""
     import tensorflow as tf
 
     tf.keras.backend.clear_session()
@@ -39,9 +44,15 @@ def port(schedule, baseline=None, optimizer=None, scale=1.0, stages=False):
     def train_step(features, labels):
         with tf.GradientTape() as tape:
             loss = scale * loss_fn(labels, model(features["x"]))
-        gradients = tape.gradient(loss, model.trainable_variables)
-        optimizer.apply_gradients(zip(gradients, model.trainable_variables, strict=True))
-        return {"loss": float(loss), "gradient_norm": float(tf.linalg.global_norm(gradients))}
+        found = tape.gradient(loss, model.trainable_variables)
+        found[-1] = found[-1] * bias_scale  # the logits' bias, the last variable
+        pairs = list(zip(found, model.trainable_variables, strict=True))
+        optimizer.apply_gradients(pairs)
+        returned = {"loss": float(loss), "gradients": pairs} if gradients else {}
+        if stages or not gradients:
+            returned["loss"] = float(loss)
+            returned["gradient_norm"] = float(tf.linalg.global_norm(found))
+        return returned
 
     def rate():
         return float(schedule(optimizer.iterations)) if callable(schedule) else schedule
@@ -236,3 +247,73 @@ def test_a_slot_that_parts_is_grouped_with_its_variables_layer():
         "hidden": ["kernel", "kernel/Adam", "bias/Adam_1"],
         "global_step": ["global_step"],
     }
+
+
+def test_a_baseline_without_gradients_compares_the_rest():
+    """The stored toy baseline predates the gradients: a port that returns them is compared
+    as before, and the summary says nothing of gradients."""
+    baseline = load_baseline(STORED)
+    result = synchronized(decay(), baseline=baseline, gradients=True)
+    assert result.passed and not result.gradients_compared, result.summary()
+    assert baseline.gradients is None and baseline.gradient(0) is None
+
+
+@pytest.mark.skipif(LANE != "reference", reason="recording needs TPUEstimator (reference lane)")
+def test_every_variables_gradient_is_compared_and_a_backward_mistake_names_its_variable(
+    tmp_path,
+):
+    """The baseline records the loss's gradient of each trainable variable at its state
+    steps. The faithful port's gradients match at every step; one whose logits' bias takes
+    half its gradient parts at step 0 in that gradient alone: with the loss matching and no
+    norm returned, the first stage is the gradients and the cause the backward pass there."""
+    from workbench import record_baseline
+
+    baseline = record_baseline(toy.model_fn, toy.input_fn, tmp_path / "sgd", batch_size=8,
+                               steps=3)  # fmt: skip
+    names = {"hidden/kernel", "hidden/bias", "logits/kernel", "logits/bias"}
+    assert set(baseline.gradient(0)) == names and baseline.gradient(3) is None
+    faithful = synchronized(decay(), baseline=baseline, gradients=True, stages=True)
+    assert faithful.passed and faithful.gradients_compared == {0: 4, 1: 4, 2: 4}
+    assert "matches TF1's next state and gradients within" in faithful.summary()
+    halved = synchronized(decay(), baseline=baseline, gradients=True, bias_scale=0.5)
+    assert halved.first_step == 0 and halved.first_stage(0) == "gradients", halved.summary()
+    assert halved.layers(0, gradients=True) == {"logits": ["bias"]}
+    (cause, why), *_ = halved.causes()
+    assert cause.startswith("the backward pass of these variables")
+    assert why.endswith("the gradients of 1 of 4 variables part: logits: bias")
+    assert "gradients: 1 of 4 variables part: logits/bias" in halved.summary()
+    with_norm = synchronized(decay(), baseline=baseline, gradients=True, bias_scale=0.5,
+                             stages=True)  # fmt: skip
+    assert with_norm.first_stage(0) == "gradient_norm"  # the norm comes first in the step
+    (cause, why), *_ = with_norm.causes()
+    assert cause.startswith("the gradients:") and why.endswith("part: logits: bias")
+
+
+def test_the_gradient_stage_orders_the_causes():
+    """Gradients that part with the loss matching name the backward pass first, never the
+    optimizer; gradients that all match add that observation to the optimizer's cause."""
+    from workbench.synchronized import Part
+
+    backward = a_result({0: [("hidden/kernel", "weight")]}, {"weight": 2}, MATCHING[:2])
+    backward.gradient_parts[0] = [Part("hidden/kernel", "gradient", 1e-2, 1e-5)]
+    backward.gradients_compared[0] = 2
+    causes = [cause for cause, _ in backward.causes()]
+    assert causes[0].startswith("the backward pass") and not any("epsilon" in c for c in causes)
+    assert backward.first_stage(0) == "gradients"
+    update = a_result({0: [("hidden/kernel", "weight")]}, {"weight": 2, "slot": 2}, MATCHING)
+    update.gradients_compared[0] = 2
+    (cause, why), *_ = update.causes()
+    assert "the optimizer's epsilon" in cause and "the gradients of all 2 variables" in why
+    assert update.first_stage(0) == "update (weight)"
+
+
+def test_a_sparse_gradient_is_compared_dense():
+    """A `tf.IndexedSlices` gradient (an embedding's) sums its rows per index, as the
+    baseline's TF1 gradient was recorded."""
+    import tensorflow as tf
+
+    from workbench.synchronized import _dense
+
+    slices = tf.IndexedSlices(tf.constant([[1.0, 2.0], [3.0, 4.0]]), tf.constant([1, 1]),
+                              tf.constant([3, 2]))  # fmt: skip
+    np.testing.assert_array_equal(_dense(slices), [[0, 0], [4, 6], [0, 0]])

@@ -82,6 +82,7 @@ _EXPORTS = {
     "Synchronized": "synchronized",
     "SynchronizedError": "synchronized",
     "compare_synchronized": "synchronized",
+    "gradient_bound": "synchronized",
     "one_step_bound": "synchronized",
     "TF1Dropout": "dropout",
 }
@@ -136,6 +137,7 @@ __all__ = [
     "check_swaps",
     "compare_runs",
     "compare_synchronized",
+    "gradient_bound",
     "likely_causes",
     "load_baseline",
     "map_checkpoint",

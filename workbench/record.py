@@ -11,6 +11,9 @@ is compared with into one directory (`FORMAT`, described in `Baseline`):
   (`states.npz`; every step while they fit in `STATE_BYTES`), from which the TF2 side takes
   one step at a time (`workbench.compare_synchronized`) and which tells exchanged layers
   apart where the first loss cannot (`check_swaps(first_step=...)`);
+- at those steps, the gradient of the loss with respect to each trainable variable, before any
+  clip (`gradients.npz`; dense: a `tf.IndexedSlices` gradient's rows summed per index), which
+  the synchronized comparison's gradient stage compares with TF2's;
 - the batches each step trained on, so the TF2 side trains on the same examples in the same
   order;
 - `model.ckpt-0` (the weights and optimizer slots before the first update: start TF2 from it)
@@ -56,6 +59,7 @@ VERSION = 2  # 2: baseline.json lists each file's size and SHA-256
 MANIFEST = "baseline.json"
 BATCHES = "batches.npz"
 STATES = "states.npz"  # TF1's whole state (`STEP/NAME`) after each of the first steps
+GRADIENTS = "gradients.npz"  # the loss's gradient of each trainable variable at those steps
 STATE_BYTES = 64 << 20  # the most the states may take: all steps of a small model
 MODEL_DIR = "estimator"  # TPUEstimator's model_dir while recording; removed afterwards
 CHECKPOINTS = "checkpoints"
@@ -110,6 +114,7 @@ class Baseline:
     final_checkpoint: Path
     states: Path | None = None  # STATES, where recorded
     state_steps: int = 0  # the steps after which `states` holds TF1's state: 1..state_steps
+    gradients: Path | None = None  # GRADIENTS, where recorded: steps 0..state_steps - 1
 
     def state(self, step: int) -> dict[str, np.ndarray]:
         """TF1's variables by name after `step` updates: model.ckpt-0 for 0, else `states`."""
@@ -129,6 +134,21 @@ class Baseline:
         except (OSError, ValueError, EOFError, zipfile.BadZipFile) as error:
             raise RecordError(
                 f"{self.states} cannot be read ({first_line(error)}): record the baseline again"
+            ) from None
+
+    def gradient(self, step: int) -> dict[str, np.ndarray] | None:
+        """The loss's gradient of each trainable variable at `step` (0-based: from the state
+        after `step` updates, on batch `step`), before any clip, by TF1 name; None where the
+        baseline holds none (recorded by an older workbench, or past `state_steps`)."""
+        if self.gradients is None or not 0 <= step < self.state_steps:
+            return None
+        prefix = f"{step}/"
+        try:
+            with np.load(self.gradients, allow_pickle=False) as stored:
+                return {k[len(prefix) :]: stored[k] for k in stored.files if k.startswith(prefix)}
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as error:
+            raise RecordError(
+                f"{self.gradients} cannot be read ({first_line(error)}): record the baseline again"
             ) from None
 
     def after_first_step(self) -> dict[str, np.ndarray] | None:
@@ -290,6 +310,7 @@ def load_baseline(directory: str | Path) -> Baseline:
         final_checkpoint=directory / data["final_checkpoint"],
         states=directory / data["states"] if data.get("states") else None,
         state_steps=int(data.get("state_steps") or 0),
+        gradients=directory / data["gradients"] if data.get("gradients") else None,
     )
 
 
@@ -471,6 +492,7 @@ def _make_hook(tf1: Any, capture: _Capture, overrides: Mapping[str, str], steps:
             self.random_ops: list[dict[str, Any]] = []
             self.clip_norm: float | None = None
             self.states: dict[str, np.ndarray] = {}
+            self.gradients: dict[str, np.ndarray] = {}
             self.state_steps = 0
             self.last_print = 0.0
 
@@ -486,29 +508,40 @@ def _make_hook(tf1: Any, capture: _Capture, overrides: Mapping[str, str], steps:
                 tensors[key] = graph.get_tensor_by_name(name)
             norm = tensors["gradient_norm"]
             clip = clip_norm_in(norm) if norm is not None else None
+            variables = tf1.trainable_variables()
+            gradients = tf1.gradients(capture.loss, variables, name="workbench_gradients")
             if tensors["gradient_norm"] is None:  # no clip: the norm of the loss's gradient
-                variables = tf1.trainable_variables()
-                gradients = tf1.gradients(capture.loss, variables, name="workbench_gradients")
                 kept = [g for g in gradients if g is not None]
                 tensors["gradient_norm"] = tf1.linalg.global_norm(kept, name="workbench_norm")
+            self.variable_gradients = {  # dense, as TF2's are compared: rows summed per index
+                v.op.name: tf1.convert_to_tensor(g)
+                for v, g in zip(variables, gradients, strict=True)
+                if g is not None
+            }
             self.fetches = {key: t for key, t in tensors.items() if t is not None}
             self.found = {key: (t.name if t is not None else None) for key, t in tensors.items()}
             self.fetches["features"], self.fetches["labels"] = capture.features, capture.labels
             self.fetches["clip_norm"] = clip
             self.variables = {v.op.name: v for v in tf1.global_variables()}
             size = sum(
-                (v.shape.num_elements() or 0) * v.dtype.size for v in self.variables.values()
+                (v.shape.num_elements() or 0) * v.dtype.size
+                for v in [*self.variables.values(), *self.variable_gradients.values()]
             )
             self.keep = min(steps, max(1, STATE_BYTES // max(size, 1)))
 
         def before_run(self, run_context):
-            return tf1.train.SessionRunArgs(
-                {k: v for k, v in self.fetches.items() if v is not None}
-            )
+            fetches = {k: v for k, v in self.fetches.items() if v is not None}
+            if len(self.steps) < self.keep:  # this step's gradients, from the same batch
+                fetches["variable_gradients"] = self.variable_gradients
+            return tf1.train.SessionRunArgs(fetches)
 
         def after_run(self, run_context, run_values) -> None:
             values = dict(run_values.results)
             self.clip_norm = float(values.pop("clip_norm")) if "clip_norm" in values else None
+            gradients = values.pop("variable_gradients", None) or {}
+            self.gradients.update(
+                {f"{len(self.steps)}/{k}": np.asarray(v) for k, v in gradients.items()}
+            )
             batch = {
                 **_flatten("features", values.pop("features")),
                 **_flatten("labels", values.pop("labels", None)),
@@ -730,6 +763,7 @@ def _record(tf1: Any, r: _Request, directory: Path) -> None:
     stacked = {k: np.stack([b[k] for b in hook.batches]) for k in hook.batches[0]}
     np.savez(directory / BATCHES, **stacked)
     np.savez(directory / STATES, **hook.states)
+    np.savez(directory / GRADIENTS, **hook.gradients)
     kept = _keep_checkpoints(directory, (0, r.steps))
     manifest = {
         "format": FORMAT,
@@ -746,6 +780,7 @@ def _record(tf1: Any, r: _Request, directory: Path) -> None:
         "final_checkpoint": kept[1],
         "states": STATES,
         "state_steps": hook.state_steps,
+        "gradients": GRADIENTS,
         "recorded_with": f"Python {sys.version.split()[0]}",
         "files": {
             path.relative_to(directory).as_posix(): _file_entry(path)

@@ -28,8 +28,10 @@ an optimizer that keeps TF1's sum (notebook 10's `TF1Momentum`) compares as it i
 
 Where a step parts, its stages say where: the rate (`rate()`, against TF1's recorded rate),
 the forward pass (the loss `train_step` returns, against TF1's loss from the same state and
-batch), the gradients (a returned `gradient_norm`, against TF1's norm before any clip), then
-which kinds of variable part (weights, slots, averages, batch-norm statistics, the step).
+batch), the gradients (a returned `gradient_norm`, against TF1's norm before any clip; and
+returned `gradients`, each variable's against the one the baseline recorded, with the bound of
+one step taken over the gradient: `ULPS x eps x |g| + UPDATE_RTOL x max|g|`), then which kinds
+of variable part (weights, slots, averages, batch-norm statistics, the step).
 `Synchronized.causes()` names the causes that evidence supports, each with the observation it
 rests on, and nothing that the observations rule out.
 """
@@ -84,6 +86,10 @@ class Synchronized:
     worst: dict[int, float] = field(default_factory=dict)  # step -> max difference / bound
     stages: dict[int, list[Stage]] = field(default_factory=dict)  # step -> rate, loss, norm
     compared: dict[int, dict[str, int]] = field(default_factory=dict)  # step -> kind -> count
+    # step -> the variables whose gradient (before any clip) parts from TF1's, and how many
+    # gradients were compared there (absent: the baseline or train_step gave none).
+    gradient_parts: dict[int, list[Part]] = field(default_factory=dict)
+    gradients_compared: dict[int, int] = field(default_factory=dict)
     # What the baseline says of its graph, for causes that apply to it only: the steps where
     # its clip acted (None: no clip, or no norm recorded) and its clip_norm, its random ops
     # (dropout's masks), whether it has batch-norm statistics or layer norms, its batch size.
@@ -103,6 +109,7 @@ class Synchronized:
         stages = {stage.name: stage for stage in self.stages.get(step, [])}
         kinds = {part.kind for part in self.parts[step]}
         parted = [name for name, stage in stages.items() if stage.parted]
+        gradients = self.gradient_parts.get(step, [])
         found = []
         if "rate" in parted:
             rate = stages["rate"]
@@ -115,14 +122,28 @@ class Synchronized:
             if reduction is not None:
                 found.append((reduction, said))
             found.append((self._forward_cause(), said))
-        elif "gradient_norm" in parted:
+        compared = self.gradients_compared.get(step, 0)
+        named = "; ".join(f"{layer}: {', '.join(names)}" for layer, names in
+                          self.layers(step, gradients=True).items())  # fmt: skip
+        if "loss" not in parted and "gradient_norm" in parted:
             norm = stages["gradient_norm"]
             loss_said = "the loss matches, " if "loss" in stages else ""
+            where = (f"; the gradients of {len(gradients)} of {compared} variables part: {named}"
+                     if gradients else "")  # fmt: skip
             found.append(("the gradients: the loss's scale across replicas, a regularizer, "
                           "a variable left out of training", f"{loss_said}the gradient "
-                          f"norm is {norm.tf2:.6g}, TF1's {norm.tf1:.6g}"))  # fmt: skip
-        if not parted:
+                          f"norm is {norm.tf2:.6g}, TF1's {norm.tf1:.6g}{where}"))  # fmt: skip
+        if gradients and not parted:
+            checked = ", ".join(stages) or "no stage"
+            found.append(("the backward pass of these variables: a gradient stopped, scaled or "
+                          "added where TF1's is not (a regularizer, a layer's setting that acts "
+                          "on the gradient alone, a variable frozen or left out of training)",
+                          f"{checked} match; the gradients of {len(gradients)} of {compared} "
+                          f"variables part: {named}"))  # fmt: skip
+        if not parted and not gradients:
             checked = ", ".join(stages) or "no stage (train_step returned nothing)"
+            if step in self.gradients_compared:
+                checked += f", the gradients of all {self.gradients_compared[step]} variables"
             observed = f"{checked} match; what parts: {', '.join(sorted(kinds))}"
             weights = sum(p.kind == "weight" for p in self.parts[step])
             total = self.compared.get(step, {}).get("weight", 0)
@@ -131,7 +152,7 @@ class Synchronized:
                 *(["the rate (pass rate= to compare it)"] if "rate" not in stages else []),
                 *(
                     ["the gradients (return gradient_norm to compare them)"]
-                    if "gradient_norm" not in stages
+                    if "gradient_norm" not in stages and step not in self.gradients_compared
                     else []
                 ),
             ]
@@ -271,11 +292,24 @@ class Synchronized:
     def passed(self) -> bool:
         return not self.parts
 
-    def layers(self, step: int) -> dict[str, list[str]]:
+    def first_stage(self, step: int) -> str:
+        """The first stage that parts at `step`, in the step's order: "rate", "loss",
+        "gradient_norm", "gradients" (some variable's), else "update (KINDS)" where only
+        variables part after the step, "none" where nothing parts."""
+        for stage in self.stages.get(step, []):  # rate, loss, gradient_norm: as computed
+            if stage.parted:
+                return stage.name
+        if self.gradient_parts.get(step):
+            return "gradients"
+        kinds = sorted({part.kind for part in self.parts.get(step, [])})
+        return f"update ({', '.join(kinds)})" if kinds else "none"
+
+    def layers(self, step: int, gradients: bool = False) -> dict[str, list[str]]:
         """The variables that part at `step`, by layer (the TF1 name's parent path; a slot
-        goes with its variable's layer, as `kernel/Adam`)."""
+        goes with its variable's layer, as `kernel/Adam`); `gradients`: the variables whose
+        gradient parts there instead."""
         grouped: dict[str, list[str]] = {}
-        for part in self.parts.get(step, []):
+        for part in (self.gradient_parts if gradients else self.parts).get(step, []):
             depth = 2 if part.kind == "slot" and part.name.count("/") >= 2 else 1
             pieces = part.name.rsplit("/", depth)
             layer = pieces[0] if len(pieces) > 1 else part.name
@@ -287,7 +321,8 @@ class Synchronized:
             ratio = max(self.worst.values(), default=0.0)
             return (
                 f"synchronized: every one of {self.steps} steps, started from TF1's state, "
-                f"matches TF1's next state within the bound of one step (worst at "
+                f"matches TF1's next state{' and gradients' if self.gradients_compared else ''} "
+                f"within the bound of one step (worst at "
                 f"{ratio:.2g} of its bound)"
             )
         step = self.first_step
@@ -319,9 +354,30 @@ class Synchronized:
         for stage in self.stages.get(step, []):
             state = "parts" if stage.parted else "matches"
             lines.append(f"{stage.name}: {state} (TF2 {stage.tf2:.8g}, TF1 {stage.tf1:.8g})")
+        if step in self.gradients_compared:
+            parted_gradients = self.gradient_parts.get(step, [])
+            compared = self.gradients_compared[step]
+            if parted_gradients:
+                shown = ", ".join(
+                    f"{p.name} ({p.difference:.3g} > {p.bound:.3g})" for p in parted_gradients[:6]
+                )
+                more = ", ..." if len(parted_gradients) > 6 else ""
+                lines.append(
+                    f"gradients: {len(parted_gradients)} of {compared} variables part: "
+                    f"{shown}{more}"
+                )
+            else:
+                lines.append(f"gradients: all {compared} variables match")
         lines.append("causes the evidence supports:")
         lines += [f"- {cause} ({why})" for cause, why in self.causes()]
         return "\n".join(lines)
+
+
+def gradient_bound(gradient: np.ndarray) -> np.ndarray:
+    """The elementwise bound of one step's rounding in a gradient: as `one_step_bound`, with
+    the gradient's own largest element in place of the update's."""
+    largest = float(np.max(np.abs(gradient))) if gradient.size else 0.0
+    return ULPS * EPS32 * np.abs(gradient) + UPDATE_RTOL * largest
 
 
 def one_step_bound(before: np.ndarray, after: np.ndarray) -> np.ndarray:
@@ -359,13 +415,73 @@ def _stage(name: str, tf1: Any, tf2: Any) -> Stage | None:
     return Stage(name, tf1, tf2, not abs(tf2 - tf1) <= bound)
 
 
-def _returned(value: Any) -> tuple[Any, Any]:
-    """train_step's return: nothing, the loss, or a dict with `loss` and `gradient_norm`."""
+def _returned(value: Any) -> tuple[Any, Any, Any]:
+    """train_step's return: nothing, the loss, or a dict with `loss`, `gradient_norm` and
+    `gradients`."""
     if value is None:
-        return None, None
+        return None, None, None
     if isinstance(value, dict):
-        return value.get("loss"), value.get("gradient_norm")
-    return value, None
+        return value.get("loss"), value.get("gradient_norm"), value.get("gradients")
+    return value, None, None
+
+
+def _dense(gradient: Any) -> np.ndarray:
+    """A gradient as a NumPy array; a `tf.IndexedSlices` summed into its dense form, as the
+    baseline records TF1's."""
+    if hasattr(gradient, "indices") and hasattr(gradient, "dense_shape"):
+        import tensorflow as tf
+
+        gradient = tf.convert_to_tensor(gradient)
+    return np.asarray(gradient, dtype=np.float64)
+
+
+def _gradients_by_name(gradients: Any, mapping: Any) -> dict[str, np.ndarray]:
+    """train_step's `gradients` by TF1 name: a dict by TF1 name, or `(gradient, variable)`
+    pairs as `apply_gradients` takes them, the variables the mapping paired."""
+    if isinstance(gradients, dict):
+        return {str(name): _dense(value) for name, value in gradients.items()}
+    names = {id(variable): name for name, variable in mapping.pairs.items()}
+    by_name = {}
+    try:
+        pairs = [(gradient, variable) for gradient, variable in gradients]
+    except (TypeError, ValueError):
+        raise SynchronizedError(
+            "train_step's `gradients`: give (gradient, variable) pairs, as apply_gradients "
+            "takes them, or a dict by TF1 name"
+        ) from None
+    for gradient, variable in pairs:
+        if gradient is not None and id(variable) in names:
+            by_name[names[id(variable)]] = _dense(gradient)
+    return by_name
+
+
+def _compare_gradients(
+    tf1: dict[str, np.ndarray], tf2: dict[str, np.ndarray], skip: Sequence[str]
+) -> tuple[list[Part], int, float]:
+    """Each TF1 gradient against TF2's (a variable TF2 gave none for counts as zeros: left out
+    of training): the parts, how many were compared, the worst ratio to the bound."""
+    import re
+
+    parts, compared, worst = [], 0, 0.0
+    for name, expected in tf1.items():
+        if any(re.search(p, name) for p in skip):
+            continue
+        expected = np.asarray(expected, dtype=np.float64)
+        got = tf2.get(name, np.zeros_like(expected))
+        if got.shape != expected.shape:
+            raise SynchronizedError(
+                f"{name}: gradient of shape {got.shape} in TF2, {expected.shape} in TF1's"
+            )
+        compared += 1
+        gaps = np.abs(got - expected)
+        bounds = gradient_bound(expected)
+        outside = ~(gaps <= bounds)  # NaN is outside
+        if outside.any():
+            at = np.unravel_index(int(np.argmax(np.where(outside, gaps, -1.0))), gaps.shape)
+            parts.append(Part(name, "gradient", float(gaps[at]), float(bounds[at])))
+        elif gaps.size:
+            worst = max(worst, float(np.max(gaps / np.maximum(bounds, 1e-300))))
+    return parts, compared, worst
 
 
 def compare_synchronized(
@@ -382,9 +498,12 @@ def compare_synchronized(
     mapping of the baseline's checkpoint onto the model (and optimizer: its slots and step
     counter are set from TF1's state too). `train_step(features, labels)`: one training step
     of the reader's on one batch (their `train_on_batch`, or a `strategy.run` step), with
-    dropout off or TF1's masks; it may return the step's loss, or a dict with `loss` and
-    `gradient_norm` (before any clip), which the stages compare. `rate()`: the TF2 learning
-    rate of the step about to run (`optimizer.learning_rate` read then), compared with TF1's.
+    dropout off or TF1's masks; it may return the step's loss, or a dict with `loss`,
+    `gradient_norm` (before any clip) and `gradients` (each variable's gradient of the loss,
+    before any clip and summed over the replicas: `(gradient, variable)` pairs, or a dict by
+    TF1 name), which the stages compare (the gradients where the baseline recorded them).
+    `rate()`: the TF2 learning rate of the step about to run (`optimizer.learning_rate` read
+    then), compared with TF1's.
     `steps`: how many (all the states by default). `skip`: TF1 names (regular expressions)
     not compared, such as a variable the port computes otherwise.
     """
@@ -410,7 +529,7 @@ def compare_synchronized(
         else:
             mapping.assign_values(state)
         rate_now = rate() if rate is not None else None  # None: the rate is not a stage
-        loss, norm = _returned(train_step(*batches[step]))
+        loss, norm, gradients = _returned(train_step(*batches[step]))
         recorded = baseline.steps[step]
         stages = [
             _stage("rate", recorded.get("learning_rate"), rate_now),
@@ -452,8 +571,17 @@ def compare_synchronized(
                 difference, bound = float(gaps[at]), float(bounds[at])
             if difference > bound or np.isnan(difference):
                 parts.append(Part(name, kind, difference, bound))
+        tf1_gradients = baseline.gradient(step) if hasattr(baseline, "gradient") else None
+        gradient_parts: list[Part] = []
+        if gradients is not None and tf1_gradients:
+            by_name = _gradients_by_name(gradients, mapping)
+            gradient_parts, compared, ratio = _compare_gradients(tf1_gradients, by_name, skip)
+            result.gradients_compared[step] = compared
+            worst = max(worst, ratio)
+            if gradient_parts:
+                result.gradient_parts[step] = gradient_parts
         result.worst[step], result.compared[step] = worst, counted
-        if parts or any(stage.parted for stage in result.stages[step]):
+        if parts or gradient_parts or any(stage.parted for stage in result.stages[step]):
             result.parts[step] = parts
         state = after
     return result
