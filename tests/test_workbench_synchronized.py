@@ -256,6 +256,8 @@ def test_a_baseline_without_gradients_compares_the_rest():
     result = synchronized(decay(), baseline=baseline, gradients=True)
     assert result.passed and not result.gradients_compared, result.summary()
     assert baseline.gradients is None and baseline.gradient(0) is None
+    assert "gradients: not compared: the baseline holds none" in result.summary()
+    assert "gradients of the loss: not recorded (a baseline of an older" in baseline.summary()
 
 
 @pytest.mark.skipif(LANE != "reference", reason="recording needs TPUEstimator (reference lane)")
@@ -317,3 +319,88 @@ def test_a_sparse_gradient_is_compared_dense():
     slices = tf.IndexedSlices(tf.constant([[1.0, 2.0], [3.0, 4.0]]), tf.constant([1, 1]),
                               tf.constant([3, 2]))  # fmt: skip
     np.testing.assert_array_equal(_dense(slices), [[0, 0], [4, 6], [0, 0]])
+
+
+@pytest.mark.skipif(LANE != "reference", reason="recording needs TPUEstimator (reference lane)")
+def test_gradients_of_another_loss_than_the_specs_are_not_kept(tmp_path):
+    """A train_op that minimizes the loss plus a penalty the EstimatorSpec's loss leaves out:
+    the recorded gradients would not be the ones TF1 applied, and their norm is not the
+    clip's, so none are kept and the baseline says why."""
+    from workbench import record_baseline
+
+    baseline = record_baseline(toy.model_fn, toy.input_fn, tmp_path / "l2", batch_size=8,
+                               steps=2, params={"l2": 0.5, "clip": 10.0})  # fmt: skip
+    assert baseline.gradients is None and baseline.gradient(0) is None
+    assert "differentiates another loss than the EstimatorSpec's" in baseline.gradients_note
+    assert "gradients of the loss: not recorded (at step 0" in baseline.summary()
+    clipped = record_baseline(toy.model_fn, toy.input_fn, tmp_path / "clip", batch_size=8,
+                              steps=2, params={"clip": 10.0})  # fmt: skip
+    assert clipped.gradients is not None and not clipped.gradients_note
+
+
+def test_the_gradient_comparison_floors_noise_and_skips_what_both_froze():
+    """A gradient that is zero in theory (rounding noise) passes within the floor of 8 ulps of
+    the largest gradient element; a variable frozen on both sides (no TF2 gradient, TF1's
+    step left it unchanged) is not compared; one TF2 left out while TF1 trained it parts."""
+    from workbench.synchronized import _compare_gradients
+
+    tf1 = {"a": np.array([1.0, -2.0]), "noise": np.array([1e-12, -3e-13])}
+    tf2 = {"a": np.array([1.0, -2.0]), "noise": np.array([5e-8, 4e-8])}
+    parts, compared, _ = _compare_gradients(tf1, tf2, ["a", "noise"], set())
+    assert not parts and compared == 2
+    parts, compared, _ = _compare_gradients(tf1, {"a": tf1["a"]}, ["a", "noise"], {"noise"})
+    assert not parts and compared == 1
+    parts, _, _ = _compare_gradients(tf1, {"noise": tf1["noise"]}, ["a", "noise"], set())
+    assert [part.name for part in parts] == ["a"]
+
+
+class FakeMapping:
+    """What _gradients_by_name reads of a mapping: its pairs and the TF2 names."""
+
+    def __init__(self, variables):
+        self.pairs = dict(variables)
+
+    def target_names(self):
+        return {name: f"dense/{name}:0" for name in self.pairs}
+
+
+@pytest.mark.parametrize(
+    ("gradients", "expected"),
+    [
+        (iter(()), "train_step's gradients are empty: return a list of (gradient, variable)"),
+        ([(np.ones(2), object())], "none of train_step's gradients is paired with a variable"),
+        ({"bias": np.ones(2)}, "'bias' is neither a TF1 name the mapping pairs"),
+        ({"kernel": object()}, "train_step's gradient of kernel is a object: give one array"),
+        (42, "give a list of (gradient, variable) pairs"),
+    ],
+)
+def test_bad_gradients_are_one_line(gradients, expected):
+    from workbench.synchronized import _gradients_by_name
+
+    mapping = FakeMapping({"kernel": object()})
+    with pytest.raises(SynchronizedError, match=None) as caught:
+        _gradients_by_name(gradients, mapping)
+    message = str(caught.value)
+    assert expected in message and "\n" not in message
+
+
+def test_gradients_by_tf2_name_by_pair_and_none_count_as_given():
+    from workbench.synchronized import _gradients_by_name
+
+    kernel = object()
+    mapping = FakeMapping({"kernel": kernel, "bias": object()})
+    by_tf2 = _gradients_by_name({"dense/kernel:0": [1.0], "bias": None}, mapping)
+    assert list(by_tf2) == ["kernel"]
+    assert list(_gradients_by_name([([2.0], kernel), (None, object())], mapping)) == ["kernel"]
+
+
+def test_gradients_without_a_compared_loss_put_the_forward_pass_first():
+    from workbench.synchronized import Part
+
+    result = a_result({0: []}, {"weight": 2}, (("rate", True),), random_ops=1)
+    result.gradient_parts[0] = [Part("hidden/kernel", "gradient", 1e-2, 1e-5)]
+    result.gradients_compared[0] = 2
+    (first, why), (second, _) = result.causes()
+    assert first.startswith("the forward pass") and "the loss was not compared" in why
+    assert second.startswith("the backward pass")
+    assert "no variable parts after this step: the gradients below part" in result.summary()

@@ -5,7 +5,8 @@ params: `optimizer` ("sgd", "momentum", "adam" or "by_hand": a hand-written upda
 Apply op, as BERT's), `dropout` (a rate; 0 builds no dropout op), `clip` (a clip_norm for
 clip_by_global_norm; 0 clips nothing), `fail` (model_fn raises),
 `examples` (the dataset's size; the training input repeats unless `once`), `cond_warmup`
-(a warm-up written with tf.cond).
+(a warm-up written with tf.cond), `l2` (a penalty the train_op minimizes and the spec's loss
+leaves out).
 """
 
 from __future__ import annotations
@@ -65,7 +66,11 @@ def model_fn(features, labels, mode, params):
             "momentum": lambda r: tf1.train.MomentumOptimizer(r, 0.9),
             "adam": tf1.train.AdamOptimizer,
         }[kind](rate)
-        pairs = optimizer.compute_gradients(loss)
+        minimized = loss  # `l2`: the train_op minimizes the loss plus a penalty the spec omits
+        if params.get("l2"):
+            penalty = tf1.add_n([tf1.nn.l2_loss(v) for v in tf1.trainable_variables()])
+            minimized = loss + params["l2"] * penalty
+        pairs = optimizer.compute_gradients(minimized)
         if params.get("clip"):
             gradients, _ = tf1.clip_by_global_norm([g for g, _ in pairs], params["clip"])
             pairs = zip(gradients, [v for _, v in pairs], strict=True)

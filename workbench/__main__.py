@@ -506,8 +506,8 @@ def parser() -> argparse.ArgumentParser:
         "--step",
         metavar="MODULE:FUNCTION",
         help="synchronized: f(model, features, labels) trains one step; may return the loss, "
-        "or a dict of loss, gradient_norm and gradients (before any clip; gradients as "
-        "(gradient, variable) pairs), each compared with TF1's",
+        "or a dict of loss, gradient_norm and gradients (before any clip; gradients as a list "
+        "of (gradient, variable) pairs or a dict by TF1 name), each compared with TF1's",
     )
     _mapping_options(comparer, "synchronized: ")
     comparer.add_argument("--weights", help="the TF2 run's final weights by TF1 name (.npz)")

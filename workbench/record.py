@@ -8,12 +8,18 @@ is compared with into one directory (`FORMAT`, described in `Baseline`):
   graph (the norm computed from the loss's gradients where no clip is found), so the
   `model_fn` needs no `host_call` (notebook 15 shows the method);
 - TF1's whole state (weights, slots, averages, step) after each of the first steps
-  (`states.npz`; every step while they fit in `STATE_BYTES`), from which the TF2 side takes
-  one step at a time (`workbench.compare_synchronized`) and which tells exchanged layers
-  apart where the first loss cannot (`check_swaps(first_step=...)`);
-- at those steps, the gradient of the loss with respect to each trainable variable, before any
-  clip (`gradients.npz`; dense: a `tf.IndexedSlices` gradient's rows summed per index), which
-  the synchronized comparison's gradient stage compares with TF2's;
+  (`states.npz`; every step while they and the gradients fit in `STATE_BYTES`), from which
+  the TF2 side takes one step at a time (`workbench.compare_synchronized`) and which tells
+  exchanged layers apart where the first loss cannot (`check_swaps(first_step=...)`);
+- at those steps, the gradient of the `EstimatorSpec`'s loss with respect to each trainable
+  variable, before any clip (`gradients.npz`; dense: a `tf.IndexedSlices` gradient's rows
+  summed per index; zeros where the loss does not reach a variable), which the synchronized
+  comparison's gradient stage compares with TF2's. It is TF1's applied gradient where the
+  train_op differentiates that loss: where a clip's norm is found, the recorded gradients' norm
+  is checked against it at every step, and they are not kept if it differs (a train_op that
+  minimizes another loss). Not recorded for ref variables (`disable_v2_behavior`), whose reads
+  a second backward pass cannot order before the update, nor where an op has no gradient;
+  `Baseline.gradients_note` says why;
 - the batches each step trained on, so the TF2 side trains on the same examples in the same
   order;
 - `model.ckpt-0` (the weights and optimizer slots before the first update: start TF2 from it)
@@ -60,7 +66,7 @@ MANIFEST = "baseline.json"
 BATCHES = "batches.npz"
 STATES = "states.npz"  # TF1's whole state (`STEP/NAME`) after each of the first steps
 GRADIENTS = "gradients.npz"  # the loss's gradient of each trainable variable at those steps
-STATE_BYTES = 64 << 20  # the most the states may take: all steps of a small model
+STATE_BYTES = 64 << 20  # the most the states and gradients may take: all steps of a small model
 MODEL_DIR = "estimator"  # TPUEstimator's model_dir while recording; removed afterwards
 CHECKPOINTS = "checkpoints"
 # The per-step quantities, by the names workbench.compare reads.
@@ -115,6 +121,7 @@ class Baseline:
     states: Path | None = None  # STATES, where recorded
     state_steps: int = 0  # the steps after which `states` holds TF1's state: 1..state_steps
     gradients: Path | None = None  # GRADIENTS, where recorded: steps 0..state_steps - 1
+    gradients_note: str | None = None  # why the gradients were not recorded, where they were not
 
     def state(self, step: int) -> dict[str, np.ndarray]:
         """TF1's variables by name after `step` updates: model.ckpt-0 for 0, else `states`."""
@@ -219,6 +226,13 @@ class Baseline:
         shown = ", ".join(map(str, acted[:12])) + (", ..." if len(acted) > 12 else "")
         return f"{line}, acted at {len(acted)} of {len(self.steps)} steps: {shown}"
 
+    def _gradients_line(self) -> str:
+        if self.gradients is not None:
+            last = self.state_steps - 1
+            return f"gradients of the loss: each trainable variable's, steps 0 to {last}"
+        why = self.gradients_note or "a baseline of an older workbench"
+        return f"gradients of the loss: not recorded ({why})"
+
     def summary(self) -> str:
         """A few lines: what was recorded, from which TensorFlow, and what was not found."""
         losses = [step["loss"] for step in self.steps]
@@ -235,6 +249,7 @@ class Baseline:
                 else ""
             ),
             self._clip_line(),
+            self._gradients_line(),
             f"checkpoints: {self.checkpoint.name} (start TF2 from it), "
             f"{self.final_checkpoint.name}",
         ]
@@ -311,6 +326,7 @@ def load_baseline(directory: str | Path) -> Baseline:
         states=directory / data["states"] if data.get("states") else None,
         state_steps=int(data.get("state_steps") or 0),
         gradients=directory / data["gradients"] if data.get("gradients") else None,
+        gradients_note=data.get("gradients_note"),
     )
 
 
@@ -493,6 +509,7 @@ def _make_hook(tf1: Any, capture: _Capture, overrides: Mapping[str, str], steps:
             self.clip_norm: float | None = None
             self.states: dict[str, np.ndarray] = {}
             self.gradients: dict[str, np.ndarray] = {}
+            self.gradients_note: str | None = None
             self.state_steps = 0
             self.last_print = 0.0
 
@@ -509,15 +526,33 @@ def _make_hook(tf1: Any, capture: _Capture, overrides: Mapping[str, str], steps:
             norm = tensors["gradient_norm"]
             clip = clip_norm_in(norm) if norm is not None else None
             variables = tf1.trainable_variables()
-            gradients = tf1.gradients(capture.loss, variables, name="workbench_gradients")
+            try:
+                gradients = tf1.gradients(capture.loss, variables, name="workbench_gradients")
+            except LookupError as error:  # an op without a registered gradient
+                if tensors["gradient_norm"] is not None:
+                    gradients, self.gradients_note = None, f"an op has none ({first_line(error)})"
+                else:
+                    raise
             if tensors["gradient_norm"] is None:  # no clip: the norm of the loss's gradient
                 kept = [g for g in gradients if g is not None]
                 tensors["gradient_norm"] = tf1.linalg.global_norm(kept, name="workbench_norm")
-            self.variable_gradients = {  # dense, as TF2's are compared: rows summed per index
-                v.op.name: tf1.convert_to_tensor(g)
-                for v, g in zip(variables, gradients, strict=True)
-                if g is not None
-            }
+                self.check_norm = False  # the norm is the recorded gradients' own
+            else:  # the clip's norm: the recorded gradients must give it (the same loss)
+                self.check_norm = True
+            self.sparse = any(isinstance(g, tf1.IndexedSlices) for g in gradients or [])
+            self.variable_gradients = {}
+            if gradients is not None and not all(v.op.type == "VarHandleOp" for v in variables):
+                self.gradients_note = (
+                    "the model's variables are ref variables (disable_v2_behavior): a second "
+                    "backward pass cannot be ordered before their update"
+                )
+            elif gradients is not None:  # dense, as TF2's are compared: rows summed per index
+                self.variable_gradients = {
+                    v.op.name: tf1.zeros(v.shape, v.dtype.base_dtype)
+                    if g is None
+                    else tf1.convert_to_tensor(g)
+                    for v, g in zip(variables, gradients, strict=True)
+                }
             self.fetches = {key: t for key, t in tensors.items() if t is not None}
             self.found = {key: (t.name if t is not None else None) for key, t in tensors.items()}
             self.fetches["features"], self.fetches["labels"] = capture.features, capture.labels
@@ -539,9 +574,7 @@ def _make_hook(tf1: Any, capture: _Capture, overrides: Mapping[str, str], steps:
             values = dict(run_values.results)
             self.clip_norm = float(values.pop("clip_norm")) if "clip_norm" in values else None
             gradients = values.pop("variable_gradients", None) or {}
-            self.gradients.update(
-                {f"{len(self.steps)}/{k}": np.asarray(v) for k, v in gradients.items()}
-            )
+            self._keep_gradients(gradients, values.get("gradient_norm"))
             batch = {
                 **_flatten("features", values.pop("features")),
                 **_flatten("labels", values.pop("labels", None)),
@@ -559,6 +592,26 @@ def _make_hook(tf1: Any, capture: _Capture, overrides: Mapping[str, str], steps:
             if progress and (now - self.last_print >= 1.0 or len(self.steps) == steps):
                 self.last_print = now
                 progress(f"step {len(self.steps)}/{steps}: loss {self.steps[-1]['loss']:.6g}")
+
+        def _keep_gradients(self, gradients: dict[str, Any], norm: Any) -> None:
+            """Keep this step's gradients, unless they do not give the clip's norm: then the
+            train_op differentiates another loss than the EstimatorSpec's, and none are kept.
+            A sparse gradient's norm is taken over its rows, not the dense sum: not checked."""
+            if not gradients or self.gradients_note:
+                return
+            if self.check_norm and not self.sparse and norm is not None:
+                total = float(np.sqrt(sum(np.sum(np.square(g, dtype=np.float64)) for g in
+                                          gradients.values())))  # fmt: skip
+                if not abs(total - float(norm)) <= 1e-4 * max(abs(float(norm)), 1e-30):
+                    self.gradients.clear()
+                    self.gradients_note = (
+                        f"at step {len(self.steps)} the loss's gradients have the norm "
+                        f"{total:.6g} and the clip's {float(norm):.6g}: the train_op "
+                        "differentiates another loss than the EstimatorSpec's"
+                    )
+                    return
+            number = len(self.steps)
+            self.gradients.update({f"{number}/{k}": np.asarray(v) for k, v in gradients.items()})
 
     return RecordSteps()
 
@@ -763,7 +816,8 @@ def _record(tf1: Any, r: _Request, directory: Path) -> None:
     stacked = {k: np.stack([b[k] for b in hook.batches]) for k in hook.batches[0]}
     np.savez(directory / BATCHES, **stacked)
     np.savez(directory / STATES, **hook.states)
-    np.savez(directory / GRADIENTS, **hook.gradients)
+    if hook.gradients:
+        np.savez(directory / GRADIENTS, **hook.gradients)
     kept = _keep_checkpoints(directory, (0, r.steps))
     manifest = {
         "format": FORMAT,
@@ -780,7 +834,8 @@ def _record(tf1: Any, r: _Request, directory: Path) -> None:
         "final_checkpoint": kept[1],
         "states": STATES,
         "state_steps": hook.state_steps,
-        "gradients": GRADIENTS,
+        "gradients": GRADIENTS if hook.gradients else None,
+        "gradients_note": hook.gradients_note,
         "recorded_with": f"Python {sys.version.split()[0]}",
         "files": {
             path.relative_to(directory).as_posix(): _file_entry(path)

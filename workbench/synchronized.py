@@ -90,6 +90,7 @@ class Synchronized:
     # gradients were compared there (absent: the baseline or train_step gave none).
     gradient_parts: dict[int, list[Part]] = field(default_factory=dict)
     gradients_compared: dict[int, int] = field(default_factory=dict)
+    gradients_note: str | None = None  # why train_step's gradients were not compared
     # What the baseline says of its graph, for causes that apply to it only: the steps where
     # its clip acted (None: no clip, or no norm recorded) and its clip_norm, its random ops
     # (dropout's masks), whether it has batch-norm statistics or layer norms, its batch size.
@@ -133,6 +134,9 @@ class Synchronized:
             found.append(("the gradients: the loss's scale across replicas, a regularizer, "
                           "a variable left out of training", f"{loss_said}the gradient "
                           f"norm is {norm.tf2:.6g}, TF1's {norm.tf1:.6g}{where}"))  # fmt: skip
+        if gradients and not parted and "loss" not in stages:  # the forward pass is unchecked
+            found.append((self._forward_cause(), "the loss was not compared (return it from "
+                          "train_step): the gradients may part from the forward pass"))  # fmt: skip
         if gradients and not parted:
             checked = ", ".join(stages) or "no stage"
             found.append(("the backward pass of these variables: a gradient stopped, scaled or "
@@ -319,11 +323,12 @@ class Synchronized:
     def summary(self) -> str:
         if self.passed:
             ratio = max(self.worst.values(), default=0.0)
+            also = " and gradients" if self.gradients_compared else ""
+            note = f"\ngradients: {self.gradients_note}" if self.gradients_note else ""
             return (
                 f"synchronized: every one of {self.steps} steps, started from TF1's state, "
-                f"matches TF1's next state{' and gradients' if self.gradients_compared else ''} "
-                f"within the bound of one step (worst at "
-                f"{ratio:.2g} of its bound)"
+                f"matches TF1's next state{also} within the bound of one step (worst at "
+                f"{ratio:.2g} of its bound){note}"
             )
         step = self.first_step
         parts = self.parts[step]
@@ -345,6 +350,8 @@ class Synchronized:
         ]
         if rows:
             lines.append(format_table(["TF1 variable", "kind", "|diff|", "bound"], rows))
+        elif self.gradient_parts.get(step):
+            lines.append("no variable parts after this step: the gradients below part")
         else:
             lines.append(
                 "no variable parts at this step, only the stages below: a clip by the global "
@@ -368,16 +375,21 @@ class Synchronized:
                 )
             else:
                 lines.append(f"gradients: all {compared} variables match")
+        elif self.gradients_note:
+            lines.append(f"gradients: {self.gradients_note}")
         lines.append("causes the evidence supports:")
         lines += [f"- {cause} ({why})" for cause, why in self.causes()]
         return "\n".join(lines)
 
 
-def gradient_bound(gradient: np.ndarray) -> np.ndarray:
-    """The elementwise bound of one step's rounding in a gradient: as `one_step_bound`, with
-    the gradient's own largest element in place of the update's."""
+def gradient_bound(gradient: np.ndarray, floor: float = 0.0) -> np.ndarray:
+    """The elementwise bound of one step's rounding in TF1's gradient of a variable: as
+    `one_step_bound`, with the gradient's own largest element in place of the update's, plus
+    `floor`, `ULPS x eps` of the largest element of all the variables' gradients, for a
+    gradient that is zero in theory and rounding noise in practice (an attention key's bias,
+    a bias before a batch norm)."""
     largest = float(np.max(np.abs(gradient))) if gradient.size else 0.0
-    return ULPS * EPS32 * np.abs(gradient) + UPDATE_RTOL * largest
+    return ULPS * EPS32 * np.abs(gradient) + UPDATE_RTOL * largest + floor
 
 
 def one_step_bound(before: np.ndarray, after: np.ndarray) -> np.ndarray:
@@ -425,48 +437,92 @@ def _returned(value: Any) -> tuple[Any, Any, Any]:
     return value, None, None
 
 
-def _dense(gradient: Any) -> np.ndarray:
+def _dense(gradient: Any, name: str = "a variable") -> np.ndarray:
     """A gradient as a NumPy array; a `tf.IndexedSlices` summed into its dense form, as the
-    baseline records TF1's."""
+    baseline records TF1's. Anything else (one value per replica) is refused in one line."""
     if hasattr(gradient, "indices") and hasattr(gradient, "dense_shape"):
         import tensorflow as tf
 
         gradient = tf.convert_to_tensor(gradient)
-    return np.asarray(gradient, dtype=np.float64)
+    try:
+        return np.asarray(gradient, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise SynchronizedError(
+            f"train_step's gradient of {name} is a {type(gradient).__name__}: give one array "
+            "per variable, summed over the replicas (all_reduce SUM, then any replica's value)"
+        ) from None
+
+
+def _variable_ids(variable: Any) -> list[int]:
+    """The ids under which a paired variable may come back: itself, the tf.Variable a Keras 3
+    variable wraps, a distributed variable's components."""
+    found = [id(variable)]
+    inner = getattr(variable, "_value", None)
+    if inner is not None and hasattr(inner, "assign"):
+        found.append(id(inner))
+    found += [id(part) for part in getattr(variable, "values", ()) or () if hasattr(part, "assign")]
+    return found
 
 
 def _gradients_by_name(gradients: Any, mapping: Any) -> dict[str, np.ndarray]:
-    """train_step's `gradients` by TF1 name: a dict by TF1 name, or `(gradient, variable)`
-    pairs as `apply_gradients` takes them, the variables the mapping paired."""
+    """train_step's `gradients` by TF1 name: a dict by TF1 name (or the paired TF2 variable's
+    name), or a list of `(gradient, variable)` pairs with the variables the mapping paired; a
+    None gradient counts as none. Pairs that match no paired variable are refused."""
+    pairs = getattr(mapping, "pairs", {})
     if isinstance(gradients, dict):
-        return {str(name): _dense(value) for name, value in gradients.items()}
-    names = {id(variable): name for name, variable in mapping.pairs.items()}
-    by_name = {}
+        tf2_names = {str(tf2).removesuffix(":0"): tf1 for tf1, tf2 in
+                     getattr(mapping, "target_names", dict)().items()}  # fmt: skip
+        by_name = {}
+        for key, value in gradients.items():
+            name = str(key) if str(key) in pairs else tf2_names.get(str(key).removesuffix(":0"))
+            if name is None:
+                raise SynchronizedError(
+                    f"train_step's gradients: {key!r} is neither a TF1 name the mapping pairs "
+                    "nor the name of a TF2 variable it pairs"
+                )
+            if value is not None:
+                by_name[name] = _dense(value, name)
+        return by_name
     try:
-        pairs = [(gradient, variable) for gradient, variable in gradients]
+        given = [(gradient, variable) for gradient, variable in gradients]
     except (TypeError, ValueError):
         raise SynchronizedError(
-            "train_step's `gradients`: give (gradient, variable) pairs, as apply_gradients "
-            "takes them, or a dict by TF1 name"
+            "train_step's gradients: give a list of (gradient, variable) pairs, as "
+            "apply_gradients takes them, or a dict by TF1 name"
         ) from None
-    for gradient, variable in pairs:
-        if gradient is not None and id(variable) in names:
-            by_name[names[id(variable)]] = _dense(gradient)
-    return by_name
+    if not given:
+        raise SynchronizedError(
+            "train_step's gradients are empty: return a list of (gradient, variable) pairs (a "
+            "zip that apply_gradients has already used is empty), or a dict by TF1 name"
+        )
+    names = {key: name for name, variable in pairs.items() for key in _variable_ids(variable)}
+    matched = [(names[id(v)], g) for g, v in given if id(v) in names]
+    if not matched:
+        raise SynchronizedError(
+            "none of train_step's gradients is paired with a variable of the mapping: pair "
+            "each with the model's own variable (model.trainable_variables)"
+        )
+    return {name: _dense(g, name) for name, g in matched if g is not None}
 
 
 def _compare_gradients(
-    tf1: dict[str, np.ndarray], tf2: dict[str, np.ndarray], skip: Sequence[str]
+    tf1: dict[str, np.ndarray],
+    tf2: dict[str, np.ndarray],
+    names: Sequence[str],
+    unchanged: set[str],
 ) -> tuple[list[Part], int, float]:
-    """Each TF1 gradient against TF2's (a variable TF2 gave none for counts as zeros: left out
-    of training): the parts, how many were compared, the worst ratio to the bound."""
-    import re
-
+    """TF1's gradient of each of `names` (the mapped weights, less those skipped) against
+    TF2's: a variable TF2 gave none for counts as zeros (left out of training), unless TF1's
+    step left it `unchanged` too (frozen on both sides). Returns the parts, how many were
+    compared, and the worst ratio to the bound."""
+    names = [name for name in names if name in tf1]
+    largest = max((float(np.max(np.abs(tf1[n]))) for n in names if tf1[n].size), default=0.0)
+    floor = ULPS * EPS32 * largest
     parts, compared, worst = [], 0, 0.0
-    for name, expected in tf1.items():
-        if any(re.search(p, name) for p in skip):
+    for name in names:
+        expected = np.asarray(tf1[name], dtype=np.float64)
+        if name not in tf2 and name in unchanged:
             continue
-        expected = np.asarray(expected, dtype=np.float64)
         got = tf2.get(name, np.zeros_like(expected))
         if got.shape != expected.shape:
             raise SynchronizedError(
@@ -474,7 +530,7 @@ def _compare_gradients(
             )
         compared += 1
         gaps = np.abs(got - expected)
-        bounds = gradient_bound(expected)
+        bounds = gradient_bound(expected, floor)
         outside = ~(gaps <= bounds)  # NaN is outside
         if outside.any():
             at = np.unravel_index(int(np.argmax(np.where(outside, gaps, -1.0))), gaps.shape)
@@ -573,9 +629,24 @@ def compare_synchronized(
                 parts.append(Part(name, kind, difference, bound))
         tf1_gradients = baseline.gradient(step) if hasattr(baseline, "gradient") else None
         gradient_parts: list[Part] = []
+        if gradients is not None and not tf1_gradients:
+            why = getattr(baseline, "gradients_note", None) or "recorded by an older workbench"
+            result.gradients_note = f"not compared: the baseline holds none ({why})"
         if gradients is not None and tf1_gradients:
             by_name = _gradients_by_name(gradients, mapping)
-            gradient_parts, compared, ratio = _compare_gradients(tf1_gradients, by_name, skip)
+            weights = [
+                name
+                for name in getattr(mapping, "weight_names", list)()
+                if not any(re.search(p, name) for p in skip)
+            ]
+            unchanged = {
+                name
+                for name in weights
+                if name in state and name in after and np.array_equal(state[name], after[name])
+            }
+            gradient_parts, compared, ratio = _compare_gradients(
+                tf1_gradients, by_name, weights, unchanged
+            )
             result.gradients_compared[step] = compared
             worst = max(worst, ratio)
             if gradient_parts:
