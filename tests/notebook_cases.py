@@ -8,9 +8,9 @@ Lanes: good runs go to the reference lane (TF 2.15, Keras 2) and the current lan
 newest TF, Keras 3). The defaults are 4 replicas, which nbval runs in the reference lane and
 the Colab lane (Keras 3) runs too; each Keras generation also runs 1 replica, and one other
 count: 8 in Keras 2, whose tracing over many replicas costs about half of Keras 3's, and 2 in
-Keras 3, so that 1, 2, 4 and 8 all run, each count other than 1 and 4 once (04, 10 and 16
-default to 2 and run 4 in Keras 3 instead; 16 also runs 8 there), with the other parameters'
-variations, another seed among them, folded into those runs.
+Keras 3, so that 1, 2, 4 and 8 all run, each count other than 1 and 4 once (02, 04, 10 and
+16 default to 2 and run 4 in Keras 3 instead; 16 also runs 8 there), with the other
+parameters' variations, another seed among them, folded into those runs.
 Bad parameters stop in `helpers.parameters` before any TensorFlow call, so
 they run in the reference lane only (the unit tests of `helpers.parameters` and the one-line
 rendering test run in every lane); a case whose error depends on the TensorFlow version
@@ -124,14 +124,14 @@ CASES = [
     ),
     Case(
         "02_keras_fit.ipynb",
-        {"virtual_replicas": 2, "epochs": 2, "steps_per_epoch": 10, "global_batch": 16, "seed": 7},
+        {"virtual_replicas": 4, "epochs": 2, "steps_per_epoch": 10, "global_batch": 16, "seed": 7},
         lanes=CURRENT,
     ),
     Case(
         "02_keras_fit.ipynb",
-        {"global_batch": 6},
+        {"global_batch": 5},
         "ParameterError",
-        "global_batch=6 does not divide across 4 replicas",
+        "global_batch=5 does not divide across 2 replicas",
     ),
     Case(
         "02_keras_fit.ipynb",
