@@ -134,14 +134,7 @@ class Baseline:
                 f"the baseline holds TF1's state after steps 1 to {self.state_steps}, not after "
                 f"step {step}: record it again (a smaller model keeps more steps)"
             )
-        prefix = f"{step}/"
-        try:
-            with np.load(self.states, allow_pickle=False) as stored:
-                return {k[len(prefix) :]: stored[k] for k in stored.files if k.startswith(prefix)}
-        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as error:
-            raise RecordError(
-                f"{self.states} cannot be read ({first_line(error)}): record the baseline again"
-            ) from None
+        return _step_arrays(self.states, step)
 
     def gradient(self, step: int) -> dict[str, np.ndarray] | None:
         """The loss's gradient of each trainable variable at `step` (0-based: from the state
@@ -149,14 +142,7 @@ class Baseline:
         baseline holds none (recorded by an older workbench, or past `state_steps`)."""
         if self.gradients is None or not 0 <= step < self.state_steps:
             return None
-        prefix = f"{step}/"
-        try:
-            with np.load(self.gradients, allow_pickle=False) as stored:
-                return {k[len(prefix) :]: stored[k] for k in stored.files if k.startswith(prefix)}
-        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as error:
-            raise RecordError(
-                f"{self.gradients} cannot be read ({first_line(error)}): record the baseline again"
-            ) from None
+        return _step_arrays(self.gradients, step)
 
     def after_first_step(self) -> dict[str, np.ndarray] | None:
         """TF1's variables after the first update, by TF1 name (None for a baseline recorded
@@ -258,6 +244,19 @@ class Baseline:
                 "evaluation: " + ", ".join(f"{k} {v:.6g}" for k, v in self.evaluation.items())
             )
         return "\n".join(lines)
+
+
+def _step_arrays(path: Path, step: int) -> dict[str, np.ndarray]:
+    """The arrays an `.npz` of `STEP/NAME` keys holds for `step`, by NAME; a file that cannot
+    be read is one line."""
+    prefix = f"{step}/"
+    try:
+        with np.load(path, allow_pickle=False) as stored:
+            return {k[len(prefix) :]: stored[k] for k in stored.files if k.startswith(prefix)}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as error:
+        raise RecordError(
+            f"{path} cannot be read ({first_line(error)}): record the baseline again"
+        ) from None
 
 
 def _flatten(part: str, value: Any) -> dict[str, np.ndarray]:

@@ -30,8 +30,9 @@ Where a step parts, its stages say where: the rate (`rate()`, against TF1's reco
 the forward pass (the loss `train_step` returns, against TF1's loss from the same state and
 batch), the gradients (a returned `gradient_norm`, against TF1's norm before any clip; and
 returned `gradients`, each variable's against the one the baseline recorded, with the bound of
-one step taken over the gradient: `ULPS x eps x |g| + UPDATE_RTOL x max|g|`), then which kinds
-of variable part (weights, slots, averages, batch-norm statistics, the step).
+one step taken over the gradient: `ULPS x eps x |g| + UPDATE_RTOL x max|g|`, plus `ULPS x eps`
+of the largest element of all the gradients: `gradient_bound`), then which kinds of variable
+part (weights, slots, averages, batch-norm statistics, the step).
 `Synchronized.causes()` names the causes that evidence supports, each with the observation it
 rests on, and nothing that the observations rule out.
 """
@@ -389,14 +390,19 @@ def gradient_bound(gradient: np.ndarray, floor: float = 0.0) -> np.ndarray:
     gradient that is zero in theory and rounding noise in practice (an attention key's bias,
     a bias before a batch norm)."""
     largest = float(np.max(np.abs(gradient))) if gradient.size else 0.0
-    return ULPS * EPS32 * np.abs(gradient) + UPDATE_RTOL * largest + floor
+    return _rounding_bound(gradient, largest) + floor
 
 
 def one_step_bound(before: np.ndarray, after: np.ndarray) -> np.ndarray:
     """The elementwise bound of one step's rounding (the module's docstring motivates it)."""
     update = np.abs(after - before)
-    largest = float(update.max()) if update.size else 0.0
-    return ULPS * EPS32 * np.abs(after) + UPDATE_RTOL * largest
+    return _rounding_bound(after, float(update.max()) if update.size else 0.0)
+
+
+def _rounding_bound(value: np.ndarray, largest_change: float) -> np.ndarray:
+    """ULPS float32 spacings of each element of `value`, plus UPDATE_RTOL of the largest
+    change the step made (or the largest gradient element): both bounds' shape."""
+    return ULPS * EPS32 * np.abs(value) + UPDATE_RTOL * largest_change
 
 
 STATISTICS = ("moving_mean", "moving_variance")
