@@ -6,11 +6,12 @@ readable error (no stack trace) whose message contains the given fragment.
 
 Lanes: good runs go to the reference lane (TF 2.15, Keras 2) and the current lane (the
 newest TF, Keras 3). The defaults are 4 replicas, which nbval runs in the reference lane and
-the Colab lane (Keras 3) runs too; each Keras generation also runs 1 replica, and one other
-count: 8 in Keras 2, whose tracing over many replicas costs about half of Keras 3's, and 2 in
-Keras 3, so that 1, 2, 4 and 8 all run, each count other than 1 and 4 once (02, 04, 10 and
-16 default to 2 and run 4 in Keras 3 instead; 16 also runs 8 there), with the other
-parameters' variations, another seed among them, folded into those runs.
+the Colab lane (Keras 3) runs too; Keras 3 also runs 1 replica, and so does Keras 2 except
+in the stored-run notebooks 09 to 15 (`stored_run_cases` says why), and each generation
+runs one other count: 8 in Keras 2, whose tracing over many replicas costs about half of
+Keras 3's, and 2 in Keras 3, so that 1, 2, 4 and 8 all run, each count other than 1 and 4
+once (02, 04, 10 and 16 default to 2 and run 4 in Keras 3 instead; 16 also runs 8 there),
+with the other parameters' variations, another seed among them, folded into those runs.
 Bad parameters stop in `helpers.parameters` before any TensorFlow call, so
 they run in the reference lane only (the unit tests of `helpers.parameters` and the one-line
 rendering test run in every lane); a case whose error depends on the TensorFlow version
@@ -230,22 +231,33 @@ CASES = [
 
 
 def stored_run_cases(
-    notebook: str, live_tf1: dict[str, Any] | None = None, current_replicas: int = 2
+    notebook: str,
+    live_tf1: dict[str, Any] | None = None,
+    current_replicas: int = 2,
+    keras_2_one_replica: bool = False,
 ) -> list[Case]:
     """The cases of a notebook that compares itself with a stored TPUEstimator run (09, 10, 12,
-    13, 14, 15, 16): its defaults (4 replicas; 10 and 16: 2) in the Colab lane; 1 replica in both
-    full lanes, 8 in the reference lane and 2 in the current one (10 and 16: 4); a replica count its
-    global batch does not allow, and a `compare_stored` that is not a bool, both stopped by
+    13, 14, 15, 16): its defaults (4 replicas; 10 and 16: 2) in the Colab lane; 1 replica in the
+    current lane, 8 in the reference lane and 2 in the current one (10 and 16: 4); a replica count
+    its global batch does not allow, and a `compare_stored` that is not a bool, both stopped by
     the validation cell.
+
+    One replica runs in Keras 3 only: these notebooks' TensorFlow 1 cells run `TPUEstimator`
+    with `use_tpu=False`, on one device whatever `virtual_replicas` is, so the reference lane's
+    nbval and 8-replica runs already run them as a 1-replica run would, and the TF2 cells take
+    the one-replica path (the default strategy) in the current lane. `keras_2_one_replica`
+    runs it in the reference lane too (notebook 16: its port must pass the synchronized
+    comparison at 1, 2 and 8 replicas in both Keras generations).
 
     `live_tf1`: other parameters for the reference lane's 8-replica run, the one lane where
     the TensorFlow 1 cells run live (another seed changes their run; elsewhere the stored
     run stands in, and the seed would change nothing). `current_replicas`: the current lane's
     count, 4 where the defaults are 2 (notebooks 10 and 16)."""
     other = live_tf1 or {}
+    one_replica_lanes = ("reference", "current") if keras_2_one_replica else CURRENT
     return [
         Case(notebook, lanes=COLAB),
-        Case(notebook, {"virtual_replicas": 1}),
+        Case(notebook, {"virtual_replicas": 1}, lanes=one_replica_lanes),
         Case(notebook, {"virtual_replicas": 8, **other}, lanes=REFERENCE),
         Case(notebook, {"virtual_replicas": current_replicas}, lanes=CURRENT),
         Case(

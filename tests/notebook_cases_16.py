@@ -25,6 +25,6 @@ NOTEBOOK = "16_migrate_your_own_model.ipynb"
 # the synchronized comparison at 1, 2 and 8 replicas in both Keras generations, and 4 runs
 # in the current lane.
 CASES_16 = [
-    *stored_run_cases(NOTEBOOK, current_replicas=4),
+    *stored_run_cases(NOTEBOOK, current_replicas=4, keras_2_one_replica=True),
     Case(NOTEBOOK, {"virtual_replicas": 8}, lanes=CURRENT),
 ]
