@@ -260,6 +260,7 @@ CASES: list[tuple[str, list[str], Callable[[Path], None], int, str]] = [
     ("run empty", COMPARE, write("run.json", "[]"), 1, "--run has none of"),
     ("model without step", [*COMPARE, "--model", "workbench_toy:build_port"], nothing, 1, "go together"),
     ("neither run nor step", ["compare", "--baseline", "baseline"], nothing, 1, "give --model and --step"),
+    ("apply without step", [*COMPARE, "--apply", "workbench_toy:apply_gradients"], nothing, 1, "--apply goes with --model and --step"),
     ("step raises", ["compare", "--baseline", "baseline", "--model", "workbench_toy:build_port", "--step", "user:loss_raises"], nothing, 1, "--step user:loss_raises"),
     ("synchronized unmapped", ["compare", "--baseline", "baseline", "--model", "user:three_things", "--step", "workbench_toy:train_step"], nothing, 1, "tuple of 3"),
     ("weights missing", COMPARE, remove("weights.npz"), 1, "--weights weights.npz: no such file"),

@@ -120,6 +120,11 @@ def test_map_and_compare_from_the_command_line(capsys, tmp_path):
                                f"workbench_toy:{port}", "--step", step)  # fmt: skip
         assert code == expected, out
     assert "synchronized: step 0 parts" in out and "- the learning-rate schedule (" in out
+    code, out, _ = run_cli(capsys, "compare", "--baseline", str(STORED), "--model",
+                           "workbench_toy:build_port", "--step", "workbench_toy:train_step",
+                           "--apply", "workbench_toy:apply_gradients")  # fmt: skip
+    assert code == cli.DONE, out  # the stored toy baseline predates gradients: nothing to apply
+    assert "update from TF1's gradients: not compared: the baseline holds no gradients" in out
 
 
 @needs_estimator

@@ -23,13 +23,14 @@ STORED = ROOT / "fixtures" / "workbench_toy"
 
 def port(
     schedule, baseline=None, optimizer=None, scale=1.0, stages=False, gradients=False,
-    bias_scale=1.0,
+    bias_scale=1.0, apply=False, quiet=False,
 ):  # fmt: skip
     """The toy's TF2 port (SGD on this schedule unless `optimizer` is given), mapped with its
     optimizer's step counter; with `stages`, its step returns the loss and gradient norm and
     the rate is read before each step; with `gradients`, it returns each variable's gradient
     (without the norm unless `stages`); `bias_scale` scales the logits' bias gradient alone,
-    a mistake of the backward pass."""
+    a mistake of the backward pass; with `apply`, the optimizer's apply_gradients is given
+    for the update from TF1's own gradients; with `quiet`, the step returns nothing."""
     import tensorflow as tf
 
     tf.keras.backend.clear_session()
@@ -48,6 +49,8 @@ def port(
         found[-1] = found[-1] * bias_scale  # the logits' bias, the last variable
         pairs = list(zip(found, model.trainable_variables, strict=True))
         optimizer.apply_gradients(pairs)
+        if quiet:
+            return None
         returned = {"loss": float(loss), "gradients": pairs} if gradients else {}
         if stages or not gradients:
             returned["loss"] = float(loss)
@@ -58,6 +61,8 @@ def port(
         return float(schedule(optimizer.iterations)) if callable(schedule) else schedule
 
     extra = {"rate": rate} if stages else {}
+    if apply:
+        extra["apply_gradients"] = optimizer.apply_gradients
     return (baseline, mapping, train_step), extra
 
 
@@ -148,6 +153,12 @@ def test_keras_adams_epsilon_parts_every_weight_while_the_slots_match(tmp_path):
     (cause, why), *_ = result.causes()
     assert cause.startswith("the update from matching slots") and "epsilon" in cause
     assert "rate, loss, gradient_norm match" in why
+    # TF1's own gradients through Keras' Adam part as well: the optimizer's side, by evidence
+    adam = tf.keras.optimizers.Adam(decay(), epsilon=1e-7)
+    applied = synchronized(decay(), baseline=baseline, optimizer=adam, stages=True, apply=True)
+    assert applied.update_parts[0] and {p.kind for p in applied.update_parts[0]} == {"weight"}
+    (cause, why), *_ = applied.causes()
+    assert cause.startswith("the update: the optimizer's rule or settings (its epsilon, betas")
 
 
 def a_result(parts, kinds_compared, stages=(), **graph):
@@ -404,3 +415,65 @@ def test_gradients_without_a_compared_loss_put_the_forward_pass_first():
     assert first.startswith("the forward pass") and "the loss was not compared" in why
     assert second.startswith("the backward pass")
     assert "no variable parts after this step: the gradients below part" in result.summary()
+
+
+@pytest.mark.skipif(LANE != "reference", reason="recording needs TPUEstimator (reference lane)")
+def test_the_update_from_tf1s_own_gradients_tells_the_optimizer_from_the_gradients(tmp_path):
+    """apply_gradients given TF1's recorded gradients from TF1's state: the faithful port's
+    update matches at every step; a backward mistake (the logits' bias takes half its
+    gradient), with nothing returned by the step, leaves that update matching, so the
+    gradients train_step computes come first and no optimizer cause is offered; a wrong rate
+    parts there, so the optimizer's side comes first."""
+    from workbench import record_baseline
+
+    baseline = record_baseline(toy.model_fn, toy.input_fn, tmp_path / "sgd", batch_size=8,
+                               steps=3)  # fmt: skip
+    faithful = synchronized(decay(), baseline=baseline, apply=True)
+    assert faithful.passed and faithful.update_compared == {0: 5, 1: 5, 2: 5}, faithful.summary()
+    assert "update from TF1's gradients: TF1's state after it at every step" in faithful.summary()
+    halved = synchronized(decay(), baseline=baseline, apply=True, bias_scale=0.5, quiet=True)
+    assert halved.first_step == 0 and not halved.update_parts, halved.summary()
+    assert halved.first_stage(0) == "gradients (TF1's own gradients update as TF1 did)"
+    causes = [cause for cause, _ in halved.causes()]
+    assert causes[0].startswith("the gradients train_step computes"), causes
+    assert len(causes) == 1 and "optimizer" not in causes[0] and "dropout" not in causes[0]
+    assert "update from TF1's gradients: all 5 variables match" in halved.summary()
+    fast = synchronized(decay(0.12), baseline=baseline, apply=True, quiet=True)
+    assert fast.first_step == 0 and fast.first_stage(0) == "update (weight)", fast.summary()
+    assert {part.kind for part in fast.update_parts[0]} == {"weight"}
+    (cause, why), *_ = fast.causes()
+    assert cause.startswith("the update: the optimizer's rule or settings (weight decay")
+    assert "epsilon" not in cause  # SGD: no slots, so no epsilon or betas
+    assert "through apply_gradients part from TF1's next state in 4 of 5 variables" in why
+
+
+def test_the_update_stage_is_skipped_where_the_baseline_holds_no_gradients():
+    stored = synchronized(decay(), apply=True)  # the stored toy baseline predates gradients
+    assert stored.passed and not stored.update_compared, stored.summary()
+    assert "update from TF1's gradients: not compared: the baseline holds no gradients" in (
+        stored.summary()
+    )
+
+
+def test_bad_apply_gradients_are_one_line():
+    import tensorflow as tf
+
+    from workbench.synchronized import _call_apply
+
+    arguments, _ = port(decay())
+    with pytest.raises(SynchronizedError, match="apply_gradients is a int: give a function"):
+        compare_synchronized(*arguments, apply_gradients=42)
+    baseline, _, train_step = arguments
+    unmapped = map_checkpoint(baseline.checkpoint, toy.build_model())  # no optimizer: no step
+    with pytest.raises(SynchronizedError, match="needs the optimizer's step counter") as caught:
+        compare_synchronized(baseline, unmapped, train_step, apply_gradients=print)
+    assert "\n" not in str(caught.value)
+
+    def wrong(pairs):
+        raise tf.errors.InvalidArgumentError(None, None, "Incompatible shapes: [4] vs. [2]\nmore")
+
+    with pytest.raises(SynchronizedError) as caught:
+        _call_apply(wrong, [])
+    message = str(caught.value)
+    assert message.startswith("apply_gradients raised InvalidArgumentError: Incompatible shapes")
+    assert "\n" not in message

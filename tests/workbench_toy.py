@@ -117,6 +117,11 @@ def train_step(model, features, labels) -> dict[str, float]:
     return {"loss": float(loss), "gradient_norm": float(tf.linalg.global_norm(gradients))}
 
 
+def apply_gradients(model, pairs) -> None:
+    """The update half of `train_step`, for `compare --apply`: the port's optimizer."""
+    model.optimizer.apply_gradients(pairs)
+
+
 def first_loss(model, features, labels) -> float:
     """The port's loss of one batch, no update: what `python -m workbench map --first-loss`
     calls for the swap check."""

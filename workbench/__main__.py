@@ -298,11 +298,17 @@ def _synchronized(args: argparse.Namespace, baseline: Any) -> Any:
         )
     step_of = load_function(args.step, "--step")
     what = f"--step {args.step} (called as f(model, features, labels))"
+    apply_gradients = None
+    if args.apply:
+        apply_of = load_function(args.apply, "--apply")
+        applied = f"--apply {args.apply} (called as f(model, pairs))"
+        apply_gradients = lambda pairs: _called(apply_of, applied, model, pairs)  # noqa: E731
     return compare_synchronized(
         baseline,
         mapping,
         lambda features, labels: _called(step_of, what, model, features, labels),
         rate=lambda: _current_rate(optimizer),
+        apply_gradients=apply_gradients,
     )
 
 
@@ -319,6 +325,8 @@ def compare(args: argparse.Namespace) -> int:
 
     if bool(args.model) != bool(args.step):
         raise CliError("--model and --step go together: give both for the synchronized verdict")
+    if args.apply and not args.step:
+        raise CliError("--apply goes with --model and --step (the synchronized verdict)")
     if not args.run and not args.step:
         raise CliError("give --model and --step (synchronized), --run (free-running), or both")
     _quiet_tensorflow()
@@ -508,6 +516,14 @@ def parser() -> argparse.ArgumentParser:
         help="synchronized: f(model, features, labels) trains one step; may return the loss, "
         "or a dict of loss, gradient_norm and gradients (before any clip; gradients as a list "
         "of (gradient, variable) pairs or a dict by TF1 name), each compared with TF1's",
+    )
+    comparer.add_argument(
+        "--apply",
+        metavar="MODULE:FUNCTION",
+        help="synchronized: f(model, pairs) applies TF1's own gradients, a list of (gradient, "
+        "variable) pairs, as your step applies its own (your clip, then the optimizer's "
+        "apply_gradients): the update is compared on its own, which tells the optimizer's side "
+        "from the gradients",
     )
     _mapping_options(comparer, "synchronized: ")
     comparer.add_argument("--weights", help="the TF2 run's final weights by TF1 name (.npz)")

@@ -32,7 +32,9 @@ batch), the gradients (a returned `gradient_norm`, against TF1's norm before any
 returned `gradients`, each variable's against the one the baseline recorded, with the bound of
 one step taken over the gradient: `ULPS x eps x |g| + UPDATE_RTOL x max|g|`, plus `ULPS x eps`
 of the largest element of all the gradients: `gradient_bound`), then which kinds of variable
-part (weights, slots, averages, batch-norm statistics, the step).
+part (weights, slots, averages, batch-norm statistics, the step). Given the update half of the
+step (`apply_gradients`), TF1's own gradients are applied from TF1's state as well and the
+weights, slots and step compared on their own: the optimizer's side apart from the gradients.
 `Synchronized.causes()` names the causes that evidence supports, each with the observation it
 rests on, and nothing that the observations rule out.
 """
@@ -92,6 +94,12 @@ class Synchronized:
     gradient_parts: dict[int, list[Part]] = field(default_factory=dict)
     gradients_compared: dict[int, int] = field(default_factory=dict)
     gradients_note: str | None = None  # why train_step's gradients were not compared
+    # step -> the variables (weights, slots, the step counter) outside their bound after
+    # `apply_gradients` applied TF1's own gradients from TF1's state, and how many were
+    # compared there (absent: no apply_gradients, or the baseline holds no gradients).
+    update_parts: dict[int, list[Part]] = field(default_factory=dict)
+    update_compared: dict[int, int] = field(default_factory=dict)
+    update_note: str | None = None  # why the update from TF1's gradients was not compared
     # What the baseline says of its graph, for causes that apply to it only: the steps where
     # its clip acted (None: no clip, or no norm recorded) and its clip_norm, its random ops
     # (dropout's masks), whether it has batch-norm statistics or layer norms, its batch size.
@@ -145,6 +153,15 @@ class Synchronized:
                           "on the gradient alone, a variable frozen or left out of training)",
                           f"{checked} match; the gradients of {len(gradients)} of {compared} "
                           f"variables part: {named}"))  # fmt: skip
+        update = self._update_cause(step)
+        if update is not None and update[2]:  # the optimizer's side parts on TF1's gradients
+            found.append(update[:2])
+        if not parted and not gradients and update is not None and not update[2]:
+            # TF1's own gradients through apply_gradients give TF1's next state: the
+            # optimizer, its rate and its clip are ruled out; what train_step computes is not
+            found.append(update[:2])
+            found += self._other_state_causes(kinds, update[1])
+            return found
         if not parted and not gradients:
             checked = ", ".join(stages) or "no stage (train_step returned nothing)"
             if step in self.gradients_compared:
@@ -211,16 +228,55 @@ class Synchronized:
                 found.append((cause, observed))
             if clip is not None and not clip_first and kinds & {"weight", "slot"}:
                 found.append(clip[:2])
-            if "statistic" in kinds:
-                found.append(("batch norm's moving statistics: their momentum, the variance's "
-                              "n/(n-1), or statistics per replica", observed))  # fmt: skip
-            if "average" in kinds:
-                found.append(("the moving average: its decay, or num_updates (TF1's "
-                              "min(decay, (1 + n) / (10 + n)))", observed))  # fmt: skip
-            if "step" in kinds:
-                found.append(("the step counter: the optimizer's iterations do not advance "
-                              "one per step", observed))  # fmt: skip
+            found += self._other_state_causes(kinds, observed)
         return found
+
+    @staticmethod
+    def _other_state_causes(kinds: set[str], observed: str) -> list[tuple[str, str]]:
+        """The causes of the state that the optimizer's update does not write."""
+        found = []
+        if "statistic" in kinds:
+            found.append(("batch norm's moving statistics: their momentum, the variance's "
+                          "n/(n-1), or statistics per replica", observed))  # fmt: skip
+        if "average" in kinds:
+            found.append(("the moving average: its decay, or num_updates (TF1's "
+                          "min(decay, (1 + n) / (10 + n)))", observed))  # fmt: skip
+        if "step" in kinds:
+            found.append(("the step counter: the optimizer's iterations do not advance "
+                          "one per step", observed))  # fmt: skip
+        return found
+
+    def _update_cause(self, step: int) -> tuple[str, str, bool] | None:
+        """What applying TF1's own gradients showed at `step`: (cause, observation, whether
+        the update parted), or None where it was not compared. Parting there puts the
+        optimizer's side first (its rule, settings, rate, clip) whatever train_step computes;
+        matching rules that side out, so what parts comes from the gradients train_step
+        computes (its loss, forward or backward pass)."""
+        if step not in self.update_compared:
+            return None
+        compared = self.update_compared[step]
+        parted = self.update_parts.get(step, [])
+        if parted:
+            named = ", ".join(p.name for p in parted[:6]) + (", ..." if len(parted) > 6 else "")
+            settings = (
+                "its epsilon, betas or momentum, weight decay and the variables it skips"
+                if self.compared.get(step, {}).get("slot")
+                else "weight decay and the variables it skips"  # no slots: no epsilon, no betas
+            )
+            return (
+                f"the update: the optimizer's rule or settings ({settings}), its learning "
+                "rate, or its clip",
+                f"from TF1's state, TF1's own gradients through apply_gradients part from TF1's "
+                f"next state in {len(parted)} of {compared} variables: {named}",
+                True,
+            )
+        return (
+            f"the gradients train_step computes: {self._forward_cause()}; the backward pass; "
+            "or a clip in train_step that apply_gradients leaves out",
+            f"from TF1's state, TF1's own gradients through apply_gradients give TF1's next "
+            f"state in all {compared} variables",
+            False,
+        )
 
     def _reduction_cause(self, loss: Stage) -> str | None:
         """A whole factor between the losses points at their reduction (compare's
@@ -307,7 +363,11 @@ class Synchronized:
         if self.gradient_parts.get(step):
             return "gradients"
         kinds = sorted({part.kind for part in self.parts.get(step, [])})
-        return f"update ({', '.join(kinds)})" if kinds else "none"
+        if not kinds:
+            return "none"
+        if step in self.update_compared and not self.update_parts.get(step):
+            return "gradients (TF1's own gradients update as TF1 did)"
+        return f"update ({', '.join(kinds)})"
 
     def layers(self, step: int, gradients: bool = False) -> dict[str, list[str]]:
         """The variables that part at `step`, by layer (the TF1 name's parent path; a slot
@@ -326,6 +386,10 @@ class Synchronized:
             ratio = max(self.worst.values(), default=0.0)
             also = " and gradients" if self.gradients_compared else ""
             note = f"\ngradients: {self.gradients_note}" if self.gradients_note else ""
+            if self.update_compared:
+                note += "\nupdate from TF1's gradients: TF1's state after it at every step"
+            if self.update_note:
+                note += f"\nupdate from TF1's gradients: {self.update_note}"
             return (
                 f"synchronized: every one of {self.steps} steps, started from TF1's state, "
                 f"matches TF1's next state{also} within the bound of one step (worst at "
@@ -378,6 +442,17 @@ class Synchronized:
                 lines.append(f"gradients: all {compared} variables match")
         elif self.gradients_note:
             lines.append(f"gradients: {self.gradients_note}")
+        if step in self.update_compared:
+            update_parted = self.update_parts.get(step, [])
+            compared = self.update_compared[step]
+            lines.append(
+                f"update from TF1's gradients: {len(update_parted)} of {compared} variables part: "
+                + ", ".join(p.name for p in update_parted[:6])
+                if update_parted
+                else f"update from TF1's gradients: all {compared} variables match"
+            )
+        elif self.update_note:
+            lines.append(f"update from TF1's gradients: {self.update_note}")
         lines.append("causes the evidence supports:")
         lines += [f"- {cause} ({why})" for cause, why in self.causes()]
         return "\n".join(lines)
@@ -546,6 +621,112 @@ def _compare_gradients(
     return parts, compared, worst
 
 
+# What an optimizer's update writes: the moving statistics and averages are written by the
+# forward pass and by TF1's train_op around the update, which apply_gradients does not run.
+UPDATED_KINDS = ("weight", "slot", "step")
+
+
+def _start(mapping: Any, step: int, state: dict[str, Any]) -> None:
+    """TF1's state before `step` into the model: model.ckpt-0 itself for the first."""
+    if step == 0:
+        mapping.assign()
+    else:
+        mapping.assign_values(state)
+
+
+def _state_parts(
+    mapping: Any,
+    state: dict[str, Any],
+    after: dict[str, Any],
+    skip: Sequence[str],
+    kinds: Sequence[str] | None = None,
+) -> tuple[list[Part], float, dict[str, int]]:
+    """TF2's mapped variables against TF1's state `after` one step from `state`, each within
+    the bound of one step (the step counter exactly): the parts, the worst ratio to the bound
+    among the rest, and how many of each kind were compared (`kinds`: only those)."""
+    import re
+
+    parts, worst, counted = [], 0.0, {}
+    for name, value in mapping.tf2_values().items():
+        if name not in after or any(re.search(p, name) for p in skip):
+            continue
+        kind = mapping.kind(name)
+        if kind == "weight" and name.rsplit("/", 1)[-1] in STATISTICS:
+            kind = "statistic"
+        if kinds is not None and kind not in kinds:
+            continue
+        tf1_before = np.asarray(state[name], dtype=np.float64)
+        tf1_after = np.asarray(after[name], dtype=np.float64)
+        tf2_after = np.asarray(value, dtype=np.float64)
+        if tf2_after.shape != tf1_after.shape:
+            raise SynchronizedError(
+                f"{name}: shape {tf2_after.shape} in TF2, {tf1_after.shape} in TF1's state"
+            )
+        counted[kind] = counted.get(kind, 0) + 1
+        if kind == "step":
+            difference = float(np.max(np.abs(tf2_after - tf1_after)))
+            bound = 0.0
+        else:
+            bounds = one_step_bound(tf1_before, tf1_after)
+            gaps = np.abs(tf2_after - tf1_after)
+            outside = ~(gaps <= bounds)  # NaN is outside
+            if not outside.any():
+                ratio = float(np.max(gaps / np.maximum(bounds, 1e-300))) if gaps.size else 0.0
+                worst = max(worst, ratio)
+                continue
+            at = np.unravel_index(int(np.argmax(np.where(outside, gaps, -1.0))), gaps.shape)
+            difference, bound = float(gaps[at]), float(bounds[at])
+        if difference > bound or np.isnan(difference):
+            parts.append(Part(name, kind, difference, bound))
+    return parts, worst, counted
+
+
+def _check_apply(apply_gradients: Any, mapping: Any) -> None:
+    """apply_gradients must be callable, and the optimizer's step counter mapped: TF1's state
+    resets it after the update, or the step would count twice."""
+    if not callable(apply_gradients):
+        raise SynchronizedError(
+            f"apply_gradients is a {type(apply_gradients).__name__}: give a function of a list "
+            "of (gradient, variable) pairs, such as optimizer.apply_gradients"
+        )
+    names = getattr(mapping, "tf2_values", dict)()
+    if not any(mapping.kind(name) == "step" for name in names):
+        raise SynchronizedError(
+            "apply_gradients needs the optimizer's step counter in the mapping, which resets "
+            "it after the update: map_checkpoint(..., optimizer=your_optimizer)"
+        )
+
+
+def _tf1_pairs(
+    gradients: dict[str, np.ndarray], mapping: Any, skip: Sequence[str]
+) -> list[tuple[Any, Any]]:
+    """TF1's recorded gradients paired with the TF2 variables the mapping paired them with, in
+    the mapping's order of the weights (float32, as the variables)."""
+    import re
+
+    pairs = getattr(mapping, "pairs", {})
+    return [
+        (np.asarray(gradients[name], dtype=np.float32), pairs[name])
+        for name in mapping.weight_names()
+        if name in gradients and name in pairs and not any(re.search(p, name) for p in skip)
+    ]
+
+
+def _call_apply(apply_gradients: Callable[..., Any], pairs: list[tuple[Any, Any]]) -> None:
+    """The reader's update on TF1's gradients; what it raises, in one line."""
+    try:
+        apply_gradients(pairs)
+    except FriendlyError:  # already one line (the command line's own refusal)
+        raise
+    except Exception as error:  # the reader's function: any failure is reported, in one line
+        first = (str(error).strip().splitlines() or [""])[0][:200]
+        raise SynchronizedError(
+            f"apply_gradients raised {type(error).__name__}: {first} (it is given a list of "
+            "(gradient, variable) pairs with TF1's gradients, as optimizer.apply_gradients "
+            "takes them)"
+        ) from None
+
+
 def compare_synchronized(
     baseline: Any,
     mapping: Any,
@@ -553,6 +734,7 @@ def compare_synchronized(
     steps: int | None = None,
     skip: Sequence[str] = (),
     rate: Callable[[], float] | None = None,
+    apply_gradients: Callable[[list[tuple[Any, Any]]], Any] | None = None,
 ) -> Synchronized:
     """Start each TF2 step from TF1's state and compare the step's result with TF1's next.
 
@@ -568,6 +750,14 @@ def compare_synchronized(
     then), compared with TF1's.
     `steps`: how many (all the states by default). `skip`: TF1 names (regular expressions)
     not compared, such as a variable the port computes otherwise.
+    `apply_gradients(pairs)`: the second half of the reader's step, given TF1's own gradients
+    as `(gradient, variable)` pairs (before any clip, of the loss over the whole batch, as the
+    baseline recorded them): their clip, then their optimizer's `apply_gradients`. Before each
+    step whose gradients the baseline holds, it runs from TF1's state, and the weights, slots
+    and step counter are compared with TF1's next state: parting there puts the optimizer's
+    side first; matching rules it out, whatever train_step computes. It needs the optimizer's
+    step counter mapped (`map_checkpoint(..., optimizer=...)`), which TF1's state resets.
+    Under a strategy, run the update as the step does, on each replica's share.
     """
     import re
 
@@ -582,14 +772,25 @@ def compare_synchronized(
         raise SynchronizedError(
             f"steps={steps}: the baseline holds TF1's state after steps 1 to {available}"
         )
+    if apply_gradients is not None:
+        _check_apply(apply_gradients, mapping)
     batches = baseline.batches()
     result = Synchronized(steps, **_graph_facts(baseline, mapping))
     state = baseline.state(0)
     for step in range(steps):
-        if step == 0:
-            mapping.assign()
-        else:
-            mapping.assign_values(state)
+        after = baseline.state(step + 1)
+        tf1_gradients = baseline.gradient(step) if hasattr(baseline, "gradient") else None
+        _start(mapping, step, state)
+        if apply_gradients is not None and tf1_gradients:
+            _call_apply(apply_gradients, _tf1_pairs(tf1_gradients, mapping, skip))
+            parts, _, counted = _state_parts(mapping, state, after, skip, UPDATED_KINDS)
+            result.update_compared[step] = sum(counted.values())
+            if parts:
+                result.update_parts[step] = parts
+            _start(mapping, step, state)  # the step itself starts from TF1's state again
+        elif apply_gradients is not None:
+            why = getattr(baseline, "gradients_note", None) or "recorded by an older workbench"
+            result.update_note = f"not compared: the baseline holds no gradients ({why})"
         rate_now = rate() if rate is not None else None  # None: the rate is not a stage
         loss, norm, gradients = _returned(train_step(*batches[step]))
         recorded = baseline.steps[step]
@@ -599,41 +800,7 @@ def compare_synchronized(
             _stage("gradient_norm", recorded.get("gradient_norm"), norm),
         ]
         result.stages[step] = [stage for stage in stages if stage is not None]
-        after = baseline.state(step + 1)
-        got = mapping.tf2_values()
-        parts, worst, counted = [], 0.0, {}
-        for name, value in got.items():
-            if name not in after or any(re.search(p, name) for p in skip):
-                continue
-            tf1_before = np.asarray(state[name], dtype=np.float64)
-            tf1_after = np.asarray(after[name], dtype=np.float64)
-            tf2_after = np.asarray(value, dtype=np.float64)
-            if tf2_after.shape != tf1_after.shape:
-                raise SynchronizedError(
-                    f"{name}: shape {tf2_after.shape} in TF2, {tf1_after.shape} in TF1's state"
-                )
-            kind = mapping.kind(name)
-            if kind == "weight" and name.rsplit("/", 1)[-1] in STATISTICS:
-                kind = "statistic"
-            counted[kind] = counted.get(kind, 0) + 1
-            if kind == "step":
-                difference = float(np.max(np.abs(tf2_after - tf1_after)))
-                bound = 0.0
-            else:
-                bounds = one_step_bound(tf1_before, tf1_after)
-                gaps = np.abs(tf2_after - tf1_after)
-                outside = ~(gaps <= bounds)  # NaN is outside
-                difference = float(np.max(gaps)) if gaps.size else 0.0
-                bound = float(np.max(bounds)) if bounds.size else 0.0
-                if not outside.any():
-                    ratio = float(np.max(gaps / np.maximum(bounds, 1e-300))) if gaps.size else 0.0
-                    worst = max(worst, ratio)
-                    continue
-                at = np.unravel_index(int(np.argmax(np.where(outside, gaps, -1.0))), gaps.shape)
-                difference, bound = float(gaps[at]), float(bounds[at])
-            if difference > bound or np.isnan(difference):
-                parts.append(Part(name, kind, difference, bound))
-        tf1_gradients = baseline.gradient(step) if hasattr(baseline, "gradient") else None
+        parts, worst, counted = _state_parts(mapping, state, after, skip)
         gradient_parts: list[Part] = []
         if gradients is not None and not tf1_gradients:
             why = getattr(baseline, "gradients_note", None) or "recorded by an older workbench"
