@@ -477,3 +477,15 @@ def test_bad_apply_gradients_are_one_line():
     message = str(caught.value)
     assert message.startswith("apply_gradients raised InvalidArgumentError: Incompatible shapes")
     assert "\n" not in message
+
+
+def test_statistics_alone_are_not_put_on_the_gradients():
+    """The update from TF1's gradients writes no batch-norm statistic: where only those part
+    and that update matches, the stage stays the update and the cause the statistics."""
+    result = a_result({0: [("bn/moving_variance", "statistic")]}, {"weight": 2}, MATCHING)
+    result.update_compared[0] = 3
+    assert result.first_stage(0) == "update (statistic)"
+    assert result.causes()[0][0].startswith("batch norm's moving statistics")
+    weights = a_result({0: [("dense/kernel", "weight")]}, {"weight": 2}, MATCHING)
+    weights.update_compared[0] = 3
+    assert weights.first_stage(0) == "gradients (TF1's own gradients update as TF1 did)"

@@ -156,7 +156,8 @@ class Synchronized:
         update = self._update_cause(step)
         if update is not None and update[2]:  # the optimizer's side parts on TF1's gradients
             found.append(update[:2])
-        if not parted and not gradients and update is not None and not update[2]:
+        written = kinds & set(UPDATED_KINDS)  # what the optimizer's update writes
+        if not parted and not gradients and update is not None and not update[2] and written:
             # TF1's own gradients through apply_gradients give TF1's next state: the
             # optimizer, its rate and its clip are ruled out; what train_step computes is not
             found.append(update[:2])
@@ -365,7 +366,8 @@ class Synchronized:
         kinds = sorted({part.kind for part in self.parts.get(step, [])})
         if not kinds:
             return "none"
-        if step in self.update_compared and not self.update_parts.get(step):
+        updated = set(kinds) & set(UPDATED_KINDS)  # not the statistics or averages alone
+        if step in self.update_compared and not self.update_parts.get(step) and updated:
             return "gradients (TF1's own gradients update as TF1 did)"
         return f"update ({', '.join(kinds)})"
 
