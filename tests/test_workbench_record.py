@@ -274,6 +274,43 @@ def test_tf1_dropout_draws_the_masks_of_the_tf1_op_step_after_step():
     assert (tf1_steps[0] == 0).any() and (tf1_steps[0] != tf1_steps[1]).any()
 
 
+def tf1_drop_connect(tf1, inputs, survival_prob):
+    """EfficientNet's `utils.drop_connect` as TPU image models write it (training branch)."""
+    batch_size = tf1.shape(inputs)[0]
+    random_tensor = survival_prob
+    random_tensor += tf1.random_uniform([batch_size, 1, 1, 1], dtype=inputs.dtype)
+    binary_tensor = tf1.floor(random_tensor)
+    return tf1.div(inputs, survival_prob) * binary_tensor
+
+
+@pytest.mark.tensorflow
+def test_tf1_drop_connect_drops_the_examples_of_the_tf1_op_step_after_step():
+    """Three steps of a seeded TF1 graph's drop connect, and the layer with that op's seeds:
+    the same examples dropped, the kept ones scaled alike, bit for bit."""
+    import tensorflow as tf
+
+    from workbench import TF1DropConnect
+
+    tf1 = tf.compat.v1
+    x = np.linspace(-1.0, 2.0, 48, dtype=np.float32).reshape(4, 2, 2, 3)
+    with tf.Graph().as_default() as graph, tf1.Session(graph=graph) as session:
+        tf1.set_random_seed(7)
+        inputs = tf1.placeholder(tf.float32, x.shape)  # an activation, not a constant
+        dropped = tf1_drop_connect(tf1, inputs, 0.6)
+        [op] = [op for op in graph.get_operations() if op.type == "RandomUniform"]
+        seeds = (op.get_attr("seed"), op.get_attr("seed2"))
+        tf1_steps = [session.run(dropped, {inputs: x}) for _ in range(3)]
+    layer = TF1DropConnect(seeds, survival_prob=0.6)
+    # In a function of its own, as in a training step: eagerly, ops of equal seeds share the
+    # cached kernel's random state (another test's layer may have drawn from it already)
+    step = tf.function(lambda inputs: layer(inputs, training=True))
+    for tf1_step in tf1_steps:
+        np.testing.assert_array_equal(step(x).numpy(), tf1_step)
+    np.testing.assert_array_equal(layer(x, training=False).numpy(), x)
+    kept = [tuple(bool(step[i].any()) for i in range(4)) for step in tf1_steps]
+    assert any(not all(k) for k in kept) and len(set(kept)) > 1, kept  # drops, and varies
+
+
 @needs_estimator
 @pytest.mark.tensorflow
 def test_a_warm_up_written_with_tf_cond_is_recorded(tmp_path):

@@ -23,18 +23,19 @@ STORED = ROOT / "fixtures" / "workbench_toy"
 
 def port(
     schedule, baseline=None, optimizer=None, scale=1.0, stages=False, gradients=False,
-    bias_scale=1.0, apply=False, quiet=False,
+    bias_scale=1.0, apply=False, quiet=False, between=None,
 ):  # fmt: skip
     """The toy's TF2 port (SGD on this schedule unless `optimizer` is given), mapped with its
     optimizer's step counter; with `stages`, its step returns the loss and gradient norm and
     the rate is read before each step; with `gradients`, it returns each variable's gradient
     (without the norm unless `stages`); `bias_scale` scales the logits' bias gradient alone,
     a mistake of the backward pass; with `apply`, the optimizer's apply_gradients is given
-    for the update from TF1's own gradients; with `quiet`, the step returns nothing."""
+    for the update from TF1's own gradients; with `quiet`, the step returns nothing; `between`:
+    a layer after the hidden one."""
     import tensorflow as tf
 
     tf.keras.backend.clear_session()
-    model = toy.build_model()
+    model = toy.build_model(between)
     optimizer = optimizer or tf.keras.optimizers.SGD(schedule)
     optimizer.build(model.trainable_variables)
     baseline = baseline or load_baseline(STORED)
@@ -44,7 +45,7 @@ def port(
 
     def train_step(features, labels):
         with tf.GradientTape() as tape:
-            loss = scale * loss_fn(labels, model(features["x"]))
+            loss = scale * loss_fn(labels, model(features["x"], training=True))
         found = tape.gradient(loss, model.trainable_variables)
         found[-1] = found[-1] * bias_scale  # the logits' bias, the last variable
         pairs = list(zip(found, model.trainable_variables, strict=True))
@@ -489,3 +490,28 @@ def test_statistics_alone_are_not_put_on_the_gradients():
     weights = a_result({0: [("dense/kernel", "weight")]}, {"weight": 2}, MATCHING)
     weights.update_compared[0] = 3
     assert weights.first_stage(0) == "gradients (TF1's own gradients update as TF1 did)"
+
+
+@pytest.mark.skipif(LANE != "reference", reason="recording needs TPUEstimator (reference lane)")
+def test_tf1s_drop_connect_masks_are_drawn_again_from_the_recorded_seeds(tmp_path):
+    """A model_fn with drop connect (EfficientNet's): the port with `TF1DropConnect` on the
+    baseline's seeds passes one step at a time; one with Keras' `Dropout` over whole examples
+    (`noise_shape`), other numbers, parts at step 0 in the forward pass, which names the
+    baseline's random op."""
+    import tensorflow as tf
+
+    from workbench import TF1DropConnect, record_baseline
+
+    # The port's step runs eagerly, where ops of equal seeds share one cached kernel and its
+    # random state: a graph seed no other test uses keeps this op's seeds its own.
+    baseline = record_baseline(toy.model_fn, toy.input_fn, tmp_path / "dc", batch_size=8,
+                               steps=3, params={"drop_connect": 0.75}, seed=11)  # fmt: skip
+    [op] = baseline.random_ops
+    assert op["type"] == "RandomUniform" and op["shape"] == [8, 1]
+    faithful = TF1DropConnect(baseline.dropout_seeds()[0], survival_prob=0.75)
+    result = synchronized(decay(), baseline=baseline, stages=True, between=faithful)
+    assert result.passed, result.summary()
+    keras = tf.keras.layers.Dropout(0.25, noise_shape=(None, 1), seed=7)
+    other = synchronized(decay(), baseline=baseline, stages=True, between=keras)
+    assert other.first_step == 0 and other.first_stage(0) == "loss", other.summary()
+    assert "dropout's masks or another random draw (1 random op(s)" in other.causes()[0][0]

@@ -6,7 +6,8 @@ Apply op, as BERT's), `dropout` (a rate; 0 builds no dropout op), `clip` (a clip
 clip_by_global_norm; 0 clips nothing), `fail` (model_fn raises),
 `examples` (the dataset's size; the training input repeats unless `once`), `cond_warmup`
 (a warm-up written with tf.cond), `l2` (a penalty the train_op minimizes and the spec's loss
-leaves out).
+leaves out), `drop_connect` (a survival probability: drop connect on the hidden layer, as
+EfficientNet's `utils.drop_connect` writes it, with a `[batch, 1]` draw).
 """
 
 from __future__ import annotations
@@ -50,6 +51,10 @@ def model_fn(features, labels, mode, params):
     hidden = tf1.layers.Dense(8, tf.nn.relu, kernel_initializer=init, name="hidden")(features["x"])
     if mode == tf1.estimator.ModeKeys.TRAIN and params.get("dropout"):
         hidden = tf1.nn.dropout(hidden, rate=params["dropout"])
+    if mode == tf1.estimator.ModeKeys.TRAIN and params.get("drop_connect"):
+        survival_prob = params["drop_connect"]
+        random_tensor = survival_prob + tf1.random_uniform([tf1.shape(hidden)[0], 1])
+        hidden = tf1.div(hidden, survival_prob) * tf1.floor(random_tensor)
     logits = tf1.layers.Dense(1, kernel_initializer=init, name="logits")(hidden)
     loss = tf1.losses.sigmoid_cross_entropy(labels, logits)
     step = tf1.train.get_global_step()
@@ -84,10 +89,11 @@ def model_fn(features, labels, mode, params):
     )
 
 
-def build_model():
-    model = tf.keras.Sequential(
-        [tf.keras.layers.Dense(8, activation="relu"), tf.keras.layers.Dense(1)]
-    )
+def build_model(between=None):
+    """The port's layers; `between`: a layer after the hidden one (a TF1 mask's)."""
+    layers = [tf.keras.layers.Dense(8, activation="relu"), tf.keras.layers.Dense(1)]
+    middle = [between] if between is not None else []
+    model = tf.keras.Sequential([layers[0], *middle, layers[1]])
     model.build((None, 4))
     return model
 

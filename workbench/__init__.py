@@ -11,8 +11,8 @@ installs into the reader's own TF1 environment (docs/workbench.md):
   rate and gradient norm (found in the graph: no `host_call` needed), the batches, the seeds
   of its dropout ops, `model.ckpt-0` and the last checkpoint, in a folder that
   `load_baseline` reads in any lane. `Baseline.run()` is the baseline as `compare_runs`
-  takes it; `TF1Dropout` draws the baseline's dropout masks (`Baseline.dropout_seeds()`) in
-  the Keras model, so that runs with dropout on compare.
+  takes it; `TF1Dropout` and `TF1DropConnect` draw the baseline's masks
+  (`Baseline.dropout_seeds()`) in the Keras model, so that runs with them on compare.
 - **Carry the checkpoint over** (`map_checkpoint`): match each variable of a TF1 checkpoint,
   optimizer slots included, to the Keras model by the reader's rules, by name, by creation
   order and by shape; `Mapping.report()` lists every TF1 and TF2 variable as matched,
@@ -85,6 +85,8 @@ _EXPORTS = {
     "gradient_bound": "synchronized",
     "one_step_bound": "synchronized",
     "TF1Dropout": "dropout",
+    "TF1DropConnect": "dropout",
+    "tf1_uniform_rows": "dropout",
 }
 
 
@@ -130,6 +132,7 @@ __all__ = [
     "SwapCheck",
     "Synchronized",
     "SynchronizedError",
+    "TF1DropConnect",
     "TF1Dropout",
     "Trial",
     "Worst",
@@ -145,4 +148,5 @@ __all__ = [
     "per_replica_batch",
     "read_checkpoint",
     "record_baseline",
+    "tf1_uniform_rows",
 ]
