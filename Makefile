@@ -48,7 +48,7 @@ SHELL := /bin/bash
 .PHONY: help device-wheels run run-times check-notebook wheel test test-reference test-current test-colab test-docs test-fast test-newest \
 	check-compat check-locks lint hooks record docs compat lock set-repository clean bench \
 	bench-current test-nbval test-nbval-current test-first-half test-second-half \
-	test-reference-notebooks test-reference-rest
+	test-reference-notebooks test-reference-rest test-reference-slow
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 18
@@ -150,11 +150,13 @@ test: ## the whole test suite: the three lanes, nbval (another CPU) and the site
 # job slots (TEST_JOBS), so a part of one half may start while the other half still runs.
 # Each half goes on when one of its parts fails. The venvs are the halves' prerequisites, so
 # the make that runs both creates them, once each.
-test-first-half: $(STAMP) $(CURRENT_STAMP) $(COLAB_STAMP) $(DOCS_STAMP) ## the reference lane's notebooks, the Colab lane, nbval-current, the site (half of make test)
-	@$(MAKE) --no-print-directory -k test-reference-notebooks test-colab test-nbval-current test-docs
+test-first-half: $(STAMP) $(CURRENT_STAMP) $(COLAB_STAMP) $(DOCS_STAMP) ## the reference lane's notebooks and slowest other tests, the Colab lane, nbval-current, the site (half of make test)
+	@$(MAKE) --no-print-directory -k test-reference-notebooks test-colab test-nbval-current \
+	  test-docs test-reference-slow
 
-test-second-half: $(STAMP) $(CURRENT_STAMP) ## the current lane, the reference lane's other tests, nbval (half of make test)
-	@$(MAKE) --no-print-directory -k test-current test-reference-rest test-nbval
+test-second-half: $(STAMP) $(CURRENT_STAMP) ## the current lane, the reference lane's other tests but its slowest, nbval (half of make test)
+	@$(MAKE) --no-print-directory -k test-current test-reference-rest test-nbval \
+	  REST_SELECT="$(addprefix --ignore=,$(REFERENCE_SLOW))"
 
 check-compat: ## fail if CONTRIBUTING.md's compatibility table disagrees with the lanes' last runs
 	$(PYTHON) -m tools.compat_table --check
@@ -164,11 +166,24 @@ check-compat: ## fail if CONTRIBUTING.md's compatibility table disagrees with th
 test-reference: ## reference lane (TF 2.15): lint, unit, conventions, papermill (nbval: test-nbval)
 	@$(MAKE) --no-print-directory -k test-reference-rest test-reference-notebooks
 
+# The reference lane's slowest other tests (about two and a half minutes, worker processes and
+# kills): make test runs them in its first half (test-reference-slow) and the rest of
+# test-reference-rest in its second (REST_SELECT), which evens out the halves' lengths; run on
+# its own, test-reference-rest runs them all.
+REFERENCE_SLOW := tests/test_claims_07.py tests/test_preemption.py tests/test_tf1_run.py \
+	tests/test_workbench_wheel.py
+REST_SELECT ?=
+
 test-reference-rest: $(STAMP) lint ## the reference lane without its papermill cases: lint, unit, claims, conventions
 	@mkdir -p $(BUILD)/pytest/reference
 	TPU_MIGRATION_LANE=reference $(BIN)/python -m pytest tests --ignore=tests/test_site.py \
-	  --ignore=tests/test_notebooks.py -p no:cacheprovider $(call PYTEST_TMP,reference/rest) \
-	  $(PYTEST_ARGS) $(call LANE_PREFIX,reference)
+	  --ignore=tests/test_notebooks.py $(REST_SELECT) -p no:cacheprovider \
+	  $(call PYTEST_TMP,reference/rest) $(PYTEST_ARGS) $(call LANE_PREFIX,reference)
+
+test-reference-slow: $(STAMP) ## the reference lane's slowest other tests (part of test-reference-rest)
+	@mkdir -p $(BUILD)/pytest/reference
+	TPU_MIGRATION_LANE=reference $(BIN)/python -m pytest $(REFERENCE_SLOW) -p no:cacheprovider \
+	  $(call PYTEST_TMP,reference/slow) $(PYTEST_ARGS) $(call LANE_PREFIX,reference-slow)
 
 test-reference-notebooks: $(STAMP) ## the reference lane's papermill cases (tests/test_notebooks.py)
 	@mkdir -p $(BUILD)/pytest/reference
