@@ -151,12 +151,10 @@ test: ## the whole test suite: the three lanes, nbval (another CPU) and the site
 # Each half goes on when one of its parts fails. The venvs are the halves' prerequisites, so
 # the make that runs both creates them, once each.
 test-first-half: $(STAMP) $(CURRENT_STAMP) $(COLAB_STAMP) $(DOCS_STAMP) ## the reference lane's notebooks and slowest other tests, the Colab lane, nbval-current, the site (half of make test)
-	@$(MAKE) --no-print-directory -k test-reference-notebooks test-colab test-nbval-current \
-	  test-docs test-reference-slow
+	@$(MAKE) --no-print-directory -k test-reference-notebooks test-colab test-nbval-current test-docs test-reference-slow
 
 test-second-half: $(STAMP) $(CURRENT_STAMP) ## the current lane, the reference lane's other tests but its slowest, nbval (half of make test)
-	@$(MAKE) --no-print-directory -k test-current test-reference-rest test-nbval \
-	  REST_SELECT="$(addprefix --ignore=,$(REFERENCE_SLOW))"
+	@$(MAKE) --no-print-directory -k test-current test-reference-rest test-nbval REST_SELECT="$(WITHOUT_SLOW)"
 
 check-compat: ## fail if CONTRIBUTING.md's compatibility table disagrees with the lanes' last runs
 	$(PYTHON) -m tools.compat_table --check
@@ -164,14 +162,15 @@ check-compat: ## fail if CONTRIBUTING.md's compatibility table disagrees with th
 # The reference lane in two parts that make test runs in its two halves (the papermill cases
 # are two thirds of the lane); `make test-reference` runs both, one after the other.
 test-reference: ## reference lane (TF 2.15): lint, unit, conventions, papermill (nbval: test-nbval)
-	@$(MAKE) --no-print-directory -k test-reference-rest test-reference-notebooks
+	@$(MAKE) --no-print-directory -k test-reference-rest test-reference-slow test-reference-notebooks REST_SELECT="$(WITHOUT_SLOW)"
 
 # The reference lane's slowest other tests (about two and a half minutes, worker processes and
 # kills): make test runs them in its first half (test-reference-slow) and the rest of
-# test-reference-rest in its second (REST_SELECT), which evens out the halves' lengths; run on
-# its own, test-reference-rest runs them all.
+# test-reference-rest in its second (REST_SELECT), which evens out the halves' lengths;
+# make test-reference runs both parts, and test-reference-rest alone runs them all.
 REFERENCE_SLOW := tests/test_claims_07.py tests/test_preemption.py tests/test_tf1_run.py \
 	tests/test_workbench_wheel.py
+WITHOUT_SLOW := $(addprefix --ignore=,$(REFERENCE_SLOW))
 REST_SELECT ?=
 
 test-reference-rest: $(STAMP) lint ## the reference lane without its papermill cases: lint, unit, claims, conventions
