@@ -274,15 +274,6 @@ def test_tf1_dropout_draws_the_masks_of_the_tf1_op_step_after_step():
     assert (tf1_steps[0] == 0).any() and (tf1_steps[0] != tf1_steps[1]).any()
 
 
-def tf1_drop_connect(tf1, inputs, survival_prob):
-    """EfficientNet's `utils.drop_connect` as TPU image models write it (training branch)."""
-    batch_size = tf1.shape(inputs)[0]
-    random_tensor = survival_prob
-    random_tensor += tf1.random_uniform([batch_size, 1, 1, 1], dtype=inputs.dtype)
-    binary_tensor = tf1.floor(random_tensor)
-    return tf1.div(inputs, survival_prob) * binary_tensor
-
-
 @pytest.mark.tensorflow
 def test_tf1_drop_connect_drops_the_examples_of_the_tf1_op_step_after_step():
     """Three steps of a seeded TF1 graph's drop connect, and the layer with that op's seeds:
@@ -296,7 +287,7 @@ def test_tf1_drop_connect_drops_the_examples_of_the_tf1_op_step_after_step():
     with tf.Graph().as_default() as graph, tf1.Session(graph=graph) as session:
         tf1.set_random_seed(7)
         inputs = tf1.placeholder(tf.float32, x.shape)  # an activation, not a constant
-        dropped = tf1_drop_connect(tf1, inputs, 0.6)
+        dropped = toy.drop_connect(inputs, 0.6)
         [op] = [op for op in graph.get_operations() if op.type == "RandomUniform"]
         seeds = (op.get_attr("seed"), op.get_attr("seed2"))
         tf1_steps = [session.run(dropped, {inputs: x}) for _ in range(3)]

@@ -42,6 +42,16 @@ def by_hand(loss, rate, step):
         return step.assign_add(1)
 
 
+def drop_connect(inputs, survival_prob):
+    """EfficientNet's `utils.drop_connect` (training branch), for inputs of any rank: one
+    uniform number per example, `[batch, 1, ..., 1]`."""
+    shape = tf1.concat([tf1.shape(inputs)[:1], tf1.ones([tf1.rank(inputs) - 1], tf1.int32)], 0)
+    random_tensor = survival_prob
+    random_tensor += tf1.random_uniform(shape, dtype=inputs.dtype)
+    binary_tensor = tf1.floor(random_tensor)
+    return tf1.div(inputs, survival_prob) * binary_tensor
+
+
 def model_fn(features, labels, mode, params):
     if params.get("fail"):
         raise ValueError("the model_fn refuses these features")
@@ -52,9 +62,7 @@ def model_fn(features, labels, mode, params):
     if mode == tf1.estimator.ModeKeys.TRAIN and params.get("dropout"):
         hidden = tf1.nn.dropout(hidden, rate=params["dropout"])
     if mode == tf1.estimator.ModeKeys.TRAIN and params.get("drop_connect"):
-        survival_prob = params["drop_connect"]
-        random_tensor = survival_prob + tf1.random_uniform([tf1.shape(hidden)[0], 1])
-        hidden = tf1.div(hidden, survival_prob) * tf1.floor(random_tensor)
+        hidden = drop_connect(hidden, params["drop_connect"])
     logits = tf1.layers.Dense(1, kernel_initializer=init, name="logits")(hidden)
     loss = tf1.losses.sigmoid_cross_entropy(labels, logits)
     step = tf1.train.get_global_step()

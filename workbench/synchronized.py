@@ -779,6 +779,7 @@ def compare_synchronized(
     batches = baseline.batches()
     result = Synchronized(steps, **_graph_facts(baseline, mapping))
     state = baseline.state(0)
+    why_none = getattr(baseline, "gradients_note", None) or "recorded by an older workbench"
     for step in range(steps):
         after = baseline.state(step + 1)
         tf1_gradients = baseline.gradient(step) if hasattr(baseline, "gradient") else None
@@ -791,8 +792,7 @@ def compare_synchronized(
                 result.update_parts[step] = parts
             _start(mapping, step, state)  # the step itself starts from TF1's state again
         elif apply_gradients is not None:
-            why = getattr(baseline, "gradients_note", None) or "recorded by an older workbench"
-            result.update_note = f"not compared: the baseline holds no gradients ({why})"
+            result.update_note = f"not compared: the baseline holds no gradients ({why_none})"
         rate_now = rate() if rate is not None else None  # None: the rate is not a stage
         loss, norm, gradients = _returned(train_step(*batches[step]))
         recorded = baseline.steps[step]
@@ -805,8 +805,7 @@ def compare_synchronized(
         parts, worst, counted = _state_parts(mapping, state, after, skip)
         gradient_parts: list[Part] = []
         if gradients is not None and not tf1_gradients:
-            why = getattr(baseline, "gradients_note", None) or "recorded by an older workbench"
-            result.gradients_note = f"not compared: the baseline holds none ({why})"
+            result.gradients_note = f"not compared: the baseline holds none ({why_none})"
         if gradients is not None and tf1_gradients:
             by_name = _gradients_by_name(gradients, mapping)
             weights = [
